@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs minfer's Debian build dependencies (idempotent) and builds the release preset.
+# Run as root on a fresh Debian 12, or as a user with sudo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+    build-essential cmake ninja-build ccache pkg-config git
+    clang libclang-rt-14-dev          # libFuzzer and the sanitizer runtimes
+    libhwy-dev                        # Google Highway: SIMD with run-time dispatch
+    nlohmann-json3-dev                # JSON: golden files, --json output
+    libpcre2-dev                      # Unicode-aware regex for the pre-tokenizers
+    libcli11-dev                      # command-line parsing
+    libedit-dev                       # line editing for `minfer chat`
+    libgtest-dev libgmock-dev libbenchmark-dev
+    python3 python3-numpy             # ../shared/tools/reference_forward.py
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}"
+    sudo_cmd=()
+    [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+    export DEBIAN_FRONTEND=noninteractive
+    "${sudo_cmd[@]}" apt-get update -qq
+    "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+cmake --preset release
+cmake --build --preset release
+echo "setup: built build/release/minfer"

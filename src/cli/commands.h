@@ -1,0 +1,11 @@
+#pragma once
+// Each `minfer` subcommand registers itself on the CLI11 app through one of these functions;
+// its callback does the work and throws minfer::Error on failure (main prints it as one line).
+
+#include <CLI/CLI.hpp>
+
+namespace minfer::cli {
+
+void add_info_command(CLI::App& app);
+
+}  // namespace minfer::cli

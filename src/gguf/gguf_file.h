@@ -1,0 +1,70 @@
+#pragma once
+// A GGUF model on disk: one file, or every part of a split model, each mapped read-only and
+// parsed. Tensor data are views into the mappings, valid as long as the GgufFile lives (it is
+// move-only; moving keeps the views valid).
+
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/mapped_file.h"
+#include "gguf/gguf_parser.h"
+
+namespace minfer {
+
+class GgufFile {
+public:
+    struct Part {
+        std::filesystem::path path;
+        std::unique_ptr<MappedFile> mapping;  // null when parsed from caller-owned bytes
+        std::span<const std::byte> bytes;
+        GgufContents contents;
+    };
+
+    // Opens a file or the first part of a split model (mapping every part in order). Throws
+    // IoError / FormatError naming the file.
+    static GgufFile open(const std::filesystem::path& path);
+    // Parses bytes the caller keeps alive (tests, fuzzing); no split handling.
+    static GgufFile from_bytes(std::span<const std::byte> bytes, std::string name);
+
+    GgufFile(GgufFile&&) noexcept = default;
+    GgufFile& operator=(GgufFile&&) noexcept = default;
+    GgufFile(const GgufFile&) = delete;
+    GgufFile& operator=(const GgufFile&) = delete;
+
+    const std::filesystem::path& path() const { return parts_.front().path; }
+    const std::vector<Part>& parts() const { return parts_; }
+    // The model's metadata: the first part's.
+    const GgufMetadata& metadata() const { return parts_.front().contents.metadata; }
+    const GgufContents& first_part() const { return parts_.front().contents; }
+    // Every tensor of every part, in part order.
+    const std::vector<const TensorInfo*>& tensors() const { return tensors_; }
+    const TensorInfo* find_tensor(std::string_view name) const;
+    // Throws FormatError "<file>: tensor 'name' is missing".
+    const TensorInfo& tensor(std::string_view name) const;
+    // Bytes of all parts on disk.
+    uint64_t file_size() const;
+
+private:
+    GgufFile() = default;
+    void index_tensors();
+
+    struct StringHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+
+    std::vector<Part> parts_;
+    std::vector<const TensorInfo*> tensors_;
+    std::unordered_map<std::string, const TensorInfo*, StringHash, std::equal_to<>> by_name_;
+};
+
+// Resolves what a user typed as MODEL to a GGUF path: a file is itself; a directory must hold
+// exactly one model (one .gguf, or the parts of one split model), else an Error lists them.
+std::filesystem::path resolve_model_path(const std::filesystem::path& path);
+
+}  // namespace minfer
