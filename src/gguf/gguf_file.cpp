@@ -34,8 +34,8 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
 
     GgufFile file;
     file.parts_.push_back(map_and_parse(path));
-    const GgufMetadata& first = file.parts_.front().contents.metadata;
-    const int64_t count_in_file = first.get_int_optional("split.count").value_or(1);
+    const int64_t count_in_file =
+        file.metadata().get_int_optional("split.count").value_or(1);
     const int name_count = split ? split->count : 1;
 
     if (count_in_file > 1 || name_count > 1) {
@@ -70,7 +70,7 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
             }
             n_tensors += part.contents.tensors.size();
         }
-        const int64_t declared = split_key(first, "split.tensors.count", path);
+        const int64_t declared = split_key(file.metadata(), "split.tensors.count", path);
         if (declared < 0 || static_cast<uint64_t>(declared) != n_tensors) {
             throw FormatError(concat(path.string(), ": split.tensors.count is ", declared, " but the ",
                                      name_count, " parts hold ", n_tensors, " tensors"));
