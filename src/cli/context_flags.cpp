@@ -1,0 +1,86 @@
+#include "cli/context_flags.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cerrno>
+#include <climits>
+#include <memory>
+#include <sstream>
+
+#include "core/error.h"
+#include "model/kv_cache.h"
+
+namespace minfer::cli {
+
+void add_context_flags(CLI::App* cmd, ContextFlags& f) {
+    cmd->add_option("-t,--threads", f.threads, "Threads to use (default: every core)")
+        ->check(CLI::Range(0, 1024));
+    cmd->add_option("-c,--ctx", f.ctx, "Context length in tokens (default: min(4096, the model's))")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+    cmd->add_option("-b,--batch", f.batch, "Micro-batch size for prompt processing")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))
+        ->capture_default_str();
+    cmd->add_option("--cache-type", f.cache_type, "KV cache type: f16, f32 or q8_0")
+        ->check(CLI::IsMember({"f16", "f32", "q8_0"}))
+        ->capture_default_str();
+    cmd->add_flag("--pin-threads", f.pin_threads, "Pin each thread to one CPU");
+}
+
+namespace {
+
+// Prints each op of the first forward pass to stderr, then a total.
+class Tracer {
+public:
+    void operator()(const Op& op, double micros) {
+        if (op.type == OpType::GetRows) ++graphs_;
+        if (graphs_ != 1) return;
+        total_ += micros;
+        const std::string name = op.layer >= 0 ? concat("blk.", op.layer, ".", op.label) : op.label;
+        std::fprintf(stderr, "trace: %-24s %-13s [%5lld, %6lld] %10.1f us  (total %.1f us)\n", name.c_str(),
+                     op_type_name(op.type), static_cast<long long>(op.rows), static_cast<long long>(op.width), micros,
+                     total_);
+    }
+
+private:
+    int graphs_ = 0;
+    double total_ = 0;
+};
+
+}  // namespace
+
+ContextOptions to_context_options(const ContextFlags& f) {
+    ContextOptions o;
+    o.n_threads = f.threads;
+    o.n_ctx = f.ctx;
+    o.n_batch = f.batch;
+    o.kv_type = parse_kv_cache_type(f.cache_type);
+    o.pin_threads = f.pin_threads;
+    const char* trace = std::getenv("MINFER_TRACE");
+    if (trace != nullptr && std::string(trace) != "0" && !std::string(trace).empty()) {
+        auto tracer = std::make_shared<Tracer>();
+        o.trace = [tracer](const Op& op, double micros) { (*tracer)(op, micros); };
+    }
+    return o;
+}
+
+std::vector<int32_t> parse_token_list(const std::string& text) {
+    std::vector<int32_t> ids;
+    std::istringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        const auto first = item.find_first_not_of(' ');
+        const auto last = item.find_last_not_of(' ');
+        item = first == std::string::npos ? "" : item.substr(first, last - first + 1);
+        char* rest = nullptr;
+        errno = 0;
+        const long long v = item.empty() ? -1 : std::strtoll(item.c_str(), &rest, 10);
+        if (item.empty() || *rest != '\0' || errno != 0 || v < 0 || v > INT32_MAX) {
+            throw UsageError(concat("token list '", text, "': '", item, "' is not a token id"));
+        }
+        ids.push_back(static_cast<int32_t>(v));
+    }
+    if (ids.empty()) throw UsageError("the token list is empty");
+    return ids;
+}
+
+}  // namespace minfer::cli

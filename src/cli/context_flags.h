@@ -1,0 +1,28 @@
+#pragma once
+// Flags shared by the commands that run a model (--threads, --ctx, --batch, --cache-type), and
+// MINFER_TRACE, which prints every operation of the first forward pass with its time.
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/context.h"
+
+namespace minfer::cli {
+
+struct ContextFlags {
+    int threads = 0;
+    int64_t ctx = 0;
+    int64_t batch = 512;
+    std::string cache_type = "f16";
+    bool pin_threads = false;
+};
+
+void add_context_flags(CLI::App* cmd, ContextFlags& flags);
+ContextOptions to_context_options(const ContextFlags& flags);
+
+// "1,2,3" -> {1, 2, 3}; throws UsageError naming the bad item.
+std::vector<int32_t> parse_token_list(const std::string& text);
+
+}  // namespace minfer::cli

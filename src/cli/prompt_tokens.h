@@ -1,0 +1,22 @@
+#pragma once
+// The input of commands that take either token ids (--tokens 1,2,3) or text (--prompt TEXT).
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+
+namespace minfer::cli {
+
+struct PromptFlags {
+    std::string tokens;  // "1,2,3"
+    std::string prompt;  // text, tokenized with the model's vocabulary (BOS per the model)
+    bool has_prompt = false;
+};
+
+void add_prompt_flags(CLI::App* cmd, PromptFlags& flags);
+std::vector<int32_t> prompt_tokens(const Model& model, const PromptFlags& flags);
+
+}  // namespace minfer::cli
