@@ -2,6 +2,7 @@
 // Access to ../shared/fixtures/quant/quant-fixtures.gguf: `src` (16 rows x 512 f32) and, per type
 // T, `q.T` (src quantized by ggml) and `deq.T` (ggml's dequantization of q.T).
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <span>
