@@ -9,10 +9,12 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& path) {
 }
 
 Model::Model(PrivateKey, GgufFile file) : file_(std::move(file)) {
+    if (file_.tensors().empty()) {
+        throw FormatError(concat(file_.path().string(), ": has no tensors (a vocabulary-only file has no model to run)"));
+    }
     const auto arch_name = metadata().get_string_optional("general.architecture");
     if (!arch_name) {
-        throw FormatError(concat(file_.path().string(), ": metadata key 'general.architecture' is missing",
-                                 file_.tensors().empty() ? " (a vocabulary-only file has no model to run)" : ""));
+        throw FormatError(concat(file_.path().string(), ": metadata key 'general.architecture' is missing"));
     }
     arch_ = &find_architecture(*arch_name);
     hparams_ = read_hparams(metadata(), *arch_);

@@ -1,0 +1,68 @@
+#pragma once
+// The sampler chain: from a logits row to the next token. The order and the defaults are
+// llama.cpp's: logit bias -> repetition/presence/frequency penalties over the last N tokens ->
+// top-k -> typical-p -> top-p -> min-p -> temperature -> a draw from the seeded RNG. A
+// temperature of 0 (or below) is greedy: the most likely token after bias and penalties.
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace minfer {
+
+struct SamplingParams {
+    float temperature = 0.8f;
+    int32_t top_k = 40;       // 0 = off
+    float top_p = 0.95f;      // 1 = off
+    float min_p = 0.05f;      // 0 = off
+    float typical_p = 1.0f;   // 1 = off
+    float repeat_penalty = 1.0f;     // 1 = off
+    float presence_penalty = 0.0f;   // 0 = off
+    float frequency_penalty = 0.0f;  // 0 = off
+    int32_t penalty_last_n = 64;     // how many recent tokens the penalties look at (-1 = all)
+    std::map<int32_t, float> logit_bias;  // added to a token's logit (-inf bans it)
+    uint64_t seed = 0;
+
+    // Throws UsageError naming the parameter out of range.
+    void validate() const;
+    std::string to_string() const;  // "temp 0.80, top_k 40, ..."
+};
+
+class Sampler {
+public:
+    Sampler(const SamplingParams& params, int32_t n_vocab);
+
+    // Picks the next token from logits [n_vocab]. Does not record it: call accept().
+    int32_t sample(std::span<const float> logits);
+    // Adds a token to the history the penalties see (prompt tokens and generated ones).
+    void accept(int32_t token);
+    void reset();
+
+    const SamplingParams& params() const { return params_; }
+
+private:
+    struct Candidate {
+        int32_t id;
+        float logit;
+        float p;
+    };
+    void apply_penalties();
+    void softmax();  // sorts candidates by logit, descending, and fills p
+    void top_k(int32_t k);
+    void typical(float p);
+    void top_p(float p);
+    void min_p(float p);
+
+    SamplingParams params_;
+    int32_t n_vocab_;
+    std::mt19937_64 rng_;
+    std::deque<int32_t> history_;
+    std::vector<Candidate> candidates_;
+    bool sorted_ = false;
+};
+
+}  // namespace minfer

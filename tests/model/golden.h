@@ -1,0 +1,44 @@
+#pragma once
+// Reads ../shared/fixtures/golden/MODEL.json (format in ../shared/README.md) and compares our
+// logits with the reference's under the forward-pass issue's tolerance.
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace minfer::test {
+
+struct GoldenPosition {
+    double logsumexp = 0;
+    std::vector<std::pair<int32_t, float>> top;  // reference top-10 (id, logit), best first
+    double margin() const { return top.size() < 2 ? 1e9 : top[0].second - top[1].second; }
+};
+
+struct GoldenCase {
+    std::string prompt;
+    std::vector<int32_t> prompt_tokens;
+    std::vector<int32_t> generated_tokens;
+    std::vector<GoldenPosition> positions;  // one per token of prompt_tokens + generated_tokens
+    std::vector<int32_t> all_tokens() const;
+};
+
+struct Golden {
+    std::string model;  // file name under fixtures/models
+    int64_t n_vocab = 0;
+    double self_spread = 0;   // reference.self_spread.max_abs_logprob_where_p_gt_e-5
+    double cross_engine = 0;  // reference.cross_engine.max_abs_logprob
+    std::vector<GoldenCase> cases;
+    // 0.03 + max(2 x self_spread, 1.25 x cross_engine)
+    double tolerance() const;
+};
+
+Golden load_golden(const std::filesystem::path& path);
+
+// Largest |our log-probability - reference log-probability| over the reference's top tokens at
+// one position, given our full logits row.
+double max_logprob_deviation(const GoldenPosition& ref, std::span<const float> logits);
+
+}  // namespace minfer::test

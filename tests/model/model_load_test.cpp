@@ -1,0 +1,143 @@
+// Loading a model: architecture dispatch, hyperparameters with defaults and validation, weights
+// bound by name with shape and type checks, tied output, zero-copy views.
+
+#include <gtest/gtest.h>
+
+#include "common/fixtures.h"
+#include "common/tiny_model.h"
+#include "core/error.h"
+#include "model/model.h"
+
+namespace minfer {
+namespace {
+
+std::string load_error(const test::TinyModelSpec& spec) {
+    test::TempDir dir;
+    write_tiny_model(dir / "m.gguf", spec);
+    try {
+        Model::load(dir / "m.gguf");
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+#define EXPECT_LOAD_ERROR(spec, text)                                         \
+    do {                                                                      \
+        const std::string msg = load_error(spec);                             \
+        EXPECT_NE(msg.find(text), std::string::npos) << "message: " << msg;   \
+    } while (0)
+
+TEST(ModelLoad, TinyLlamaWithDefaults) {
+    test::TempDir dir;
+    write_tiny_model(dir / "m.gguf", {});
+    auto model = Model::load(dir / "m.gguf");
+    const HParams& hp = model->hparams();
+    EXPECT_EQ(hp.architecture, "llama");
+    EXPECT_EQ(hp.n_layer, 2);
+    EXPECT_EQ(hp.head_dim_k, 16);  // embedding / heads
+    EXPECT_EQ(hp.n_rot, 16);       // head size
+    EXPECT_EQ(hp.rope_freq_base, 10000.0f);
+    EXPECT_EQ(hp.rope_freq_scale, 1.0f);
+    EXPECT_EQ(hp.n_vocab, 128);
+    EXPECT_FALSE(model->weights().tied_output);
+    // Weights view the mapping: the data pointer lies inside the mapped file.
+    const auto& file = model->file().parts().front().bytes;
+    const auto* p = model->weights().layers[1].ffn_down.data().data();
+    EXPECT_GE(p, file.data());
+    EXPECT_LT(p, file.data() + file.size());
+}
+
+TEST(ModelLoad, TiedOutputUsesTheEmbedding) {
+    test::TempDir dir;
+    write_tiny_model(dir / "m.gguf", {.tied_output = true});
+    auto model = Model::load(dir / "m.gguf");
+    EXPECT_TRUE(model->weights().tied_output);
+    EXPECT_EQ(model->weights().output.info, model->weights().token_embd.info);
+}
+
+TEST(ModelLoad, UnknownArchitectureListsTheSupportedOnes) {
+    EXPECT_LOAD_ERROR({.architecture = "gemma"}, "architecture 'gemma' is not supported (supported: llama, qwen2, qwen3)");
+}
+
+TEST(ModelLoad, MissingRequiredKey) {
+    EXPECT_LOAD_ERROR({.skip_keys = {"llama.block_count"}}, "metadata key 'llama.block_count' is missing");
+    EXPECT_LOAD_ERROR({.skip_keys = {"general.architecture"}}, "'general.architecture' is missing");
+}
+
+TEST(ModelLoad, HeadsNotDivisibleByKvHeads) {
+    EXPECT_LOAD_ERROR({.n_head = 4, .n_head_kv = 3}, "4 attention heads are not divisible by 3 KV heads");
+}
+
+TEST(ModelLoad, KeyOutOfRange) {
+    EXPECT_LOAD_ERROR({.customize = [](GgufWriter& w) {
+                           w.metadata().set("llama.rope.dimension_count", GgufValue::of<uint32_t>(64));
+                       }},
+                      "'llama.rope.dimension_count' is 64, expected 0..16");
+    EXPECT_LOAD_ERROR({.customize = [](GgufWriter& w) {
+                           w.metadata().set("llama.block_count", GgufValue::of<int32_t>(-1));
+                       }},
+                      "'llama.block_count' is -1");
+}
+
+TEST(ModelLoad, UnsupportedRopeScaling) {
+    EXPECT_LOAD_ERROR({.customize = [](GgufWriter& w) {
+                           w.metadata().set("llama.rope.scaling.type", GgufValue::string("yarn"));
+                       }},
+                      "RoPE scaling type 'yarn' is not supported yet");
+}
+
+TEST(ModelLoad, LinearRopeScaling) {
+    test::TempDir dir;
+    write_tiny_model(dir / "m.gguf", {.customize = [](GgufWriter& w) {
+                                          w.metadata().set("llama.rope.scaling.type", GgufValue::string("linear"));
+                                          w.metadata().set("llama.rope.scaling.factor", GgufValue::of<float>(4.0f));
+                                      }});
+    EXPECT_EQ(Model::load(dir / "m.gguf")->hparams().rope_freq_scale, 0.25f);
+}
+
+TEST(ModelLoad, MissingTensorNamesItAndItsShape) {
+    EXPECT_LOAD_ERROR({.skip_tensors = {"blk.1.ffn_up.weight"}},
+                      "tensor 'blk.1.ffn_up.weight' is missing (expected shape [64, 96])");
+    EXPECT_LOAD_ERROR({.architecture = "qwen2"}, "tensor 'blk.0.attn_q.bias' is missing");
+    EXPECT_LOAD_ERROR({.architecture = "qwen3"}, "tensor 'blk.0.attn_q_norm.weight' is missing");
+}
+
+TEST(ModelLoad, ExtraTensorsAreIgnored) {
+    EXPECT_EQ(load_error({.customize = [](GgufWriter& w) {
+                  static std::vector<float> data(64 * 64);
+                  w.add_tensor("blk.5.unused", GgmlType::F32, {64, 64}, std::as_bytes(std::span(data)));
+              }}),
+              "");
+}
+
+TEST(ModelLoad, WronglyShapedTensor) {
+    test::TinyModelSpec spec;
+    spec.skip_tensors = {"blk.0.attn_k.weight"};
+    spec.customize = [](GgufWriter& w) {
+        static std::vector<float> data(64 * 64);
+        w.add_tensor("blk.0.attn_k.weight", GgmlType::F32, {64, 64}, std::as_bytes(std::span(data)));
+    };
+    EXPECT_LOAD_ERROR(spec, "tensor 'blk.0.attn_k.weight' has shape [64, 64], expected [64, 32]");
+}
+
+TEST(ModelLoad, QwenVariantsLoad) {
+    test::TempDir dir;
+    write_tiny_model(dir / "q2.gguf", {.architecture = "qwen2", .qkv_bias = true});
+    write_tiny_model(dir / "q3.gguf", {.architecture = "qwen3", .qk_norm = true});
+    EXPECT_EQ(Model::load(dir / "q2.gguf")->arch().rope_kind, RopeKind::Neox);
+    EXPECT_TRUE(Model::load(dir / "q3.gguf")->arch().qk_norm);
+}
+
+TEST(ModelLoad, VocabularyOnlyFileIsNotAModel) {
+    MINFER_REQUIRE_FIXTURE(path, "vocab/ggml-vocab-gpt-2.gguf");
+    try {
+        Model::load(path);
+        FAIL();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("has no tensors"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace minfer
