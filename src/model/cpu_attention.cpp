@@ -6,16 +6,11 @@
 
 #include "core/half.h"
 #include "kernels/activation_quant.h"
+#include "kernels/vector_ops.h"
 #include "quant/block_types.h"
 
 namespace minfer {
 namespace {
-
-float dot_f16(const uint16_t* a, const uint16_t* b, int64_t n) {
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) sum += f16_to_f32(a[i]) * f16_to_f32(b[i]);
-    return sum;
-}
 
 float dot_q8_0(const block_q8_0* a, const block_q8_0* b, int64_t n) {
     float sum = 0.0f;
@@ -27,18 +22,14 @@ float dot_q8_0(const block_q8_0* a, const block_q8_0* b, int64_t n) {
     return sum;
 }
 
-// A cache row of n values as f32.
-void load_row(GgmlType type, const std::byte* src, float* dst, int64_t n) {
+// out += weight * (a cache row of n values).
+void add_weighted_row(GgmlType type, float weight, const std::byte* src, float* out, int64_t n) {
     switch (type) {
-        case GgmlType::F32: std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float)); break;
-        case GgmlType::F16: {
-            const auto* h = reinterpret_cast<const uint16_t*>(src);
-            for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(h[i]);
-            break;
-        }
+        case GgmlType::F32: axpy_f32(weight, reinterpret_cast<const float*>(src), out, n); break;
+        case GgmlType::F16: axpy_f16(weight, reinterpret_cast<const uint16_t*>(src), out, n); break;
         default: {
             const auto* b = reinterpret_cast<const block_q8_0*>(src);
-            for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(b[i / QK8_0].d) * b[i / QK8_0].qs[i % QK8_0];
+            for (int64_t i = 0; i < n; ++i) out[i] += weight * f16_to_f32(b[i / QK8_0].d) * b[i / QK8_0].qs[i % QK8_0];
         }
     }
 }
@@ -55,14 +46,13 @@ void attend_one_head(const AttentionShape& s, const KvCache& kv, int layer, int6
     const int64_t n_keys = pos + 1;
     const GgmlType type = kv.type();
     ws.scores.resize(static_cast<std::size_t>(kv.n_ctx()));
-    ws.row.resize(static_cast<std::size_t>(std::max(s.head_dim_k, s.head_dim_v)));
     const std::size_t k_head_bytes = row_size(type, s.head_dim_k);
     const std::size_t v_head_bytes = row_size(type, s.head_dim_v);
 
     // Scores: q . k for every cached position, with q rounded as ggml rounds it for this type.
     if (type == GgmlType::F16) {
         ws.q_f16.resize(static_cast<std::size_t>(s.head_dim_k));
-        for (int64_t i = 0; i < s.head_dim_k; ++i) ws.q_f16[static_cast<std::size_t>(i)] = f32_to_f16(q[i]);
+        convert_f32_to_f16(q, ws.q_f16.data(), s.head_dim_k);
     } else if (type == GgmlType::Q8_0) {
         ws.q_q8.resize(row_size(GgmlType::Q8_0, s.head_dim_k));
         quantize_activations_q8_0(q, reinterpret_cast<block_q8_0*>(ws.q_q8.data()), s.head_dim_k);
@@ -78,9 +68,7 @@ void attend_one_head(const AttentionShape& s, const KvCache& kv, int layer, int6
             dot = dot_q8_0(reinterpret_cast<const block_q8_0*>(ws.q_q8.data()),
                            reinterpret_cast<const block_q8_0*>(k), s.head_dim_k);
         } else {
-            const auto* kf = reinterpret_cast<const float*>(k);
-            dot = 0.0f;
-            for (int64_t i = 0; i < s.head_dim_k; ++i) dot += q[i] * kf[i];
+            dot = dot_f32(q, reinterpret_cast<const float*>(k), s.head_dim_k);
         }
         const float score = dot * scale;
         ws.scores[static_cast<std::size_t>(p)] = score;
@@ -98,9 +86,8 @@ void attend_one_head(const AttentionShape& s, const KvCache& kv, int layer, int6
     std::fill(out, out + s.head_dim_v, 0.0f);
     for (int64_t p = 0; p < n_keys; ++p) {
         const float weight = ws.scores[static_cast<std::size_t>(p)] * inv_sum;
-        load_row(type, kv.v_row(layer, p) + static_cast<std::size_t>(kv_head) * v_head_bytes, ws.row.data(),
-                 s.head_dim_v);
-        for (int64_t i = 0; i < s.head_dim_v; ++i) out[i] += weight * ws.row[static_cast<std::size_t>(i)];
+        add_weighted_row(type, weight, kv.v_row(layer, p) + static_cast<std::size_t>(kv_head) * v_head_bytes, out,
+                         s.head_dim_v);
     }
 }
 

@@ -22,7 +22,6 @@ struct AttentionWorkspace {
     std::vector<float> scores;       // [n_ctx]
     std::vector<uint16_t> q_f16;     // [head_dim_k]
     std::vector<std::byte> q_q8;     // head_dim_k / 32 q8_0 blocks
-    std::vector<float> row;          // [max(head_dim_k, head_dim_v)] a dequantized cache row
 };
 
 // out[head_dim_v] = attention of query q[head_dim_k] (head `head`) at position `pos` over cache

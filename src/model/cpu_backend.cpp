@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/half.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
+#include "kernels/vector_ops.h"
 #include "model/backend.h"
 #include "model/cpu_attention.h"
 #include "model/kv_cache.h"
@@ -198,11 +198,7 @@ private:
     void store_row(const float* x, std::byte* dst, int64_t n) {
         switch (kv_.type()) {
             case GgmlType::F32: std::memcpy(dst, x, static_cast<std::size_t>(n) * sizeof(float)); break;
-            case GgmlType::F16: {
-                auto* h = reinterpret_cast<uint16_t*>(dst);
-                for (int64_t i = 0; i < n; ++i) h[i] = f32_to_f16(x[i]);
-                break;
-            }
+            case GgmlType::F16: convert_f32_to_f16(x, reinterpret_cast<uint16_t*>(dst), n); break;
             default: quantize_kv_row_q8_0(x, dst, n); break;
         }
     }

@@ -1,0 +1,183 @@
+// make_model: writes a random-weight F16 model of a real architecture's shape, with a real
+// tokenizer from ../shared/fixtures/vocab padded to the model's vocabulary size. Used to benchmark
+// minfer on realistic shapes without downloading anything (scripts/make-bench-models.sh).
+//
+//   make_model --shape qwen2-0.5b --vocab ../shared/fixtures/vocab/ggml-vocab-gpt2-qwen2-pre.gguf OUT.gguf
+//
+// Weights are normal with standard deviation 1/sqrt(fan_in) (activations stay finite), norms are
+// near 1, biases small.
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <numbers>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "gguf/gguf_file.h"
+#include "gguf/gguf_writer.h"
+
+namespace {
+
+using namespace minfer;
+
+struct Shape {
+    std::string arch;
+    int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
+    float rope_base, eps;
+    bool tied, qkv_bias;
+};
+
+const std::map<std::string, Shape> kShapes = {
+    {"qwen2-0.5b", {"qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, true}},
+    {"llama-1.1b", {"llama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false, false}},
+};
+
+// A small, fast, seedable normal generator (xorshift64* + Box-Muller).
+class Normal {
+public:
+    explicit Normal(uint64_t seed) : state_(seed * 2654435761u + 1) {}
+    float operator()() {
+        if (have_spare_) {
+            have_spare_ = false;
+            return spare_;
+        }
+        const double u1 = (next() >> 11) * 0x1.0p-53 + 1e-300, u2 = (next() >> 11) * 0x1.0p-53;
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        spare_ = static_cast<float>(r * std::sin(2 * std::numbers::pi * u2));
+        have_spare_ = true;
+        return static_cast<float>(r * std::cos(2 * std::numbers::pi * u2));
+    }
+
+private:
+    uint64_t next() {
+        state_ ^= state_ >> 12;
+        state_ ^= state_ << 25;
+        state_ ^= state_ >> 27;
+        return state_ * 0x2545F4914F6CDD1DULL;
+    }
+    uint64_t state_;
+    float spare_ = 0;
+    bool have_spare_ = false;
+};
+
+// Copies the tokenizer keys of the vocabulary file, padding the per-token arrays to n_vocab with
+// unused tokens.
+void copy_tokenizer(const GgufFile& vocab, int64_t n_vocab, GgufMetadata& out) {
+    const auto& meta = vocab.metadata();
+    const auto& tokens = meta.get_array("tokenizer.ggml.tokens");
+    if (static_cast<int64_t>(tokens.size()) > n_vocab) {
+        throw UsageError(concat("the vocabulary has ", tokens.size(), " tokens, more than the shape's ", n_vocab));
+    }
+    const auto pad = static_cast<std::size_t>(n_vocab) - tokens.size();
+    for (const auto& entry : meta.entries()) {
+        if (entry.key.rfind("tokenizer.", 0) != 0) continue;
+        if (entry.key == "tokenizer.ggml.tokens") {
+            std::vector<std::string> padded(tokens.strings().begin(), tokens.strings().end());
+            for (std::size_t i = 0; i < pad; ++i) padded.push_back(concat("<|unused_", i, "|>"));
+            out.set(entry.key, GgufValue::array(GgufArray::of_strings(std::move(padded))));
+        } else if (entry.key == "tokenizer.ggml.token_type") {
+            auto types = entry.value.as_array().to_vector<int32_t>();
+            types.resize(static_cast<std::size_t>(n_vocab), 5);  // 5: unused
+            out.set(entry.key, GgufValue::array(GgufArray::of(types)));
+        } else if (entry.key == "tokenizer.ggml.scores") {
+            auto scores = entry.value.as_array().to_vector<float>();
+            scores.resize(static_cast<std::size_t>(n_vocab), -1e9f);
+            out.set(entry.key, GgufValue::array(GgufArray::of(scores)));
+        } else {
+            out.set(entry.key, entry.value);
+        }
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Write a random-weight F16 GGUF model of a real architecture's shape"};
+    std::string shape_name, vocab_path, out_path, template_path;
+    uint64_t seed = 1;
+    app.add_option("--shape", shape_name, "qwen2-0.5b or llama-1.1b")->required()->check(CLI::IsMember({"qwen2-0.5b", "llama-1.1b"}));
+    app.add_option("--vocab", vocab_path, "A vocabulary GGUF from ../shared/fixtures/vocab")->required()->check(CLI::ExistingFile);
+    app.add_option("--chat-template", template_path, "A .jinja chat template to embed")->check(CLI::ExistingFile);
+    app.add_option("--seed", seed, "Random seed")->capture_default_str();
+    app.add_option("out", out_path, "Output .gguf")->required();
+    CLI11_PARSE(app, argc, argv);
+
+    try {
+        const Shape& s = kShapes.at(shape_name);
+        const GgufFile vocab = GgufFile::open(vocab_path);
+        GgufWriter w;
+        auto& m = w.metadata();
+        const std::string& a = s.arch;
+        m.set("general.architecture", GgufValue::string(a));
+        m.set("general.name", GgufValue::string(concat("random ", shape_name)));
+        m.set("general.file_type", GgufValue::of<uint32_t>(1));  // mostly F16
+        m.set(a + ".block_count", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_layer)));
+        m.set(a + ".context_length", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_ctx)));
+        m.set(a + ".embedding_length", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_embd)));
+        m.set(a + ".feed_forward_length", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_ff)));
+        m.set(a + ".attention.head_count", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_head)));
+        m.set(a + ".attention.head_count_kv", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_head_kv)));
+        m.set(a + ".rope.freq_base", GgufValue::of<float>(s.rope_base));
+        m.set(a + ".attention.layer_norm_rms_epsilon", GgufValue::of<float>(s.eps));
+        copy_tokenizer(vocab, s.n_vocab, m);
+        if (!template_path.empty()) {
+            std::ifstream in(template_path);
+            std::stringstream text;
+            text << in.rdbuf();
+            m.set("tokenizer.chat_template", GgufValue::string(text.str()));
+        }
+
+        uint64_t tensor_seed = seed;
+        // A matrix [n_in -> n_out] of F16 values with standard deviation 1/sqrt(n_in).
+        const auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out) {
+            const uint64_t my_seed = ++tensor_seed;
+            w.add_tensor(name, GgmlType::F16, {n_in, n_out}, [=](std::span<std::byte> bytes) {
+                Normal normal(my_seed);
+                const float scale = 1.0f / std::sqrt(static_cast<float>(n_in));
+                auto* h = reinterpret_cast<uint16_t*>(bytes.data());
+                for (int64_t i = 0; i < n_in * n_out; ++i) h[i] = f32_to_f16(normal() * scale);
+            });
+        };
+        const auto vector = [&](const std::string& name, int64_t n, float mean, float stddev) {
+            const uint64_t my_seed = ++tensor_seed;
+            w.add_tensor(name, GgmlType::F32, {n}, [=](std::span<std::byte> bytes) {
+                Normal normal(my_seed);
+                auto* f = reinterpret_cast<float*>(bytes.data());
+                for (int64_t i = 0; i < n; ++i) f[i] = mean + stddev * normal();
+            });
+        };
+        const int64_t head_dim = s.n_embd / s.n_head;
+        matrix("token_embd.weight", s.n_embd, s.n_vocab);
+        vector("output_norm.weight", s.n_embd, 1.0f, 0.02f);
+        if (!s.tied) matrix("output.weight", s.n_embd, s.n_vocab);
+        for (int64_t i = 0; i < s.n_layer; ++i) {
+            const std::string p = concat("blk.", i, ".");
+            vector(p + "attn_norm.weight", s.n_embd, 1.0f, 0.02f);
+            matrix(p + "attn_q.weight", s.n_embd, s.n_head * head_dim);
+            matrix(p + "attn_k.weight", s.n_embd, s.n_head_kv * head_dim);
+            matrix(p + "attn_v.weight", s.n_embd, s.n_head_kv * head_dim);
+            if (s.qkv_bias) {
+                vector(p + "attn_q.bias", s.n_head * head_dim, 0.0f, 0.02f);
+                vector(p + "attn_k.bias", s.n_head_kv * head_dim, 0.0f, 0.02f);
+                vector(p + "attn_v.bias", s.n_head_kv * head_dim, 0.0f, 0.02f);
+            }
+            matrix(p + "attn_output.weight", s.n_head * head_dim, s.n_embd);
+            vector(p + "ffn_norm.weight", s.n_embd, 1.0f, 0.02f);
+            matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+            matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+            matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+        }
+        w.write_file(out_path);
+        std::printf("wrote %s: %s, %zu tensors\n", out_path.c_str(), shape_name.c_str(), w.tensor_count());
+    } catch (const Error& e) {
+        std::fprintf(stderr, "make_model: error: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
