@@ -9,5 +9,6 @@ namespace minfer::cli {
 void add_info_command(CLI::App& app);
 void add_score_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace minfer::cli
