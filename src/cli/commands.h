@@ -10,5 +10,6 @@ void add_info_command(CLI::App& app);
 void add_score_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_template_command(CLI::App& app);
 
 }  // namespace minfer::cli

@@ -1,0 +1,59 @@
+#pragma once
+// Python's operators and protocols on template values: truth, equality, ordering, arithmetic,
+// `in`, iteration, len(), and jinja2's attribute/item lookup (environment.getattr/getitem).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chat/jinja_value.h"
+
+namespace minfer::chat::jinja {
+
+// Bounds the bytes and items that one render may create, so that a hostile template cannot
+// exhaust memory or time with repeated concatenation or `*`.
+class Budget {
+public:
+    explicit Budget(uint64_t max_units) : left_(max_units) {}
+    // Spends `units` (bytes of string or items of list); throws EvalError when spent.
+    void charge(uint64_t units);
+
+private:
+    uint64_t left_;
+};
+
+enum class BinaryOp { Add, Sub, Mul, Div, FloorDiv, Mod, Pow };
+enum class CompareOp { Eq, Ne, Lt, Le, Gt, Ge, In, NotIn };
+
+bool truthy(const Value& v);
+bool equals(const Value& a, const Value& b);
+// a < b (Python ordering); throws EvalError for unordered types.
+bool less_than(const Value& a, const Value& b);
+bool compare(CompareOp op, const Value& a, const Value& b);
+Value binary(BinaryOp op, const Value& a, const Value& b, Budget& budget);
+Value negate(const Value& v);
+// `item in container`
+bool contains(const Value& container, const Value& item);
+
+// iter(v) materialised: str -> characters, dict -> keys, undefined -> nothing.
+std::vector<Value> iterate(const Value& v);
+// len(v); throws EvalError when it has none.
+int64_t length(const Value& v);
+// Throws the UndefinedError of an undefined value (its hint).
+[[noreturn]] void fail_undefined(const Value& v);
+
+// `obj.name` (attribute first, then item) and `obj[key]` (item first, then attribute), as
+// jinja2's sandboxed environment does. Missing: an undefined value with Python's message.
+Value get_attr(const Value& obj, const std::string& name);
+Value get_item(const Value& obj, const Value& key);
+// obj[start:stop:step]; each bound may be undefined/None (absent).
+Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step);
+
+// "'dict object'" as jinja2 names a value's type in messages.
+std::string object_type_repr(const Value& v);
+// Escapes &, <, >, ' and " as markupsafe does.
+std::string html_escape(const std::string& s);
+// Python's `fmt % args` for strings (%s %r %d %i %f %x %% with flags, width and precision).
+std::string percent_format(const std::string& fmt, const Value& args);
+
+}  // namespace minfer::chat::jinja

@@ -1,0 +1,82 @@
+// Every template x case of ../shared/fixtures/templates/renders.json: the expected output byte
+// for byte, or an error where Python's jinja2 raised one.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "chat/chat_template.h"
+#include "common/fixtures.h"
+
+namespace minfer::chat {
+namespace {
+
+std::string read_text(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+// "2024-07-26T10:30:00" as a UTC time point.
+std::chrono::system_clock::time_point parse_clock(const std::string& text) {
+    std::tm tm{};
+    std::istringstream in(text);
+    in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+    return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+TEST(FixtureRenders, EveryTemplateAndCaseMatchesJinja2) {
+    MINFER_REQUIRE_FIXTURE(renders_path, "templates/renders.json");
+    const auto renders = nlohmann::ordered_json::parse(read_text(renders_path));
+    const auto& env = renders.at("environment");
+    ASSERT_TRUE(env.at("trim_blocks").get<bool>());
+    ASSERT_TRUE(env.at("lstrip_blocks").get<bool>());
+
+    int pairs = 0, passed = 0;
+    for (const auto& [name, cases] : renders.at("templates").items()) {
+        const std::string source = read_text(renders_path.parent_path() / name);
+        ASSERT_FALSE(source.empty()) << name;
+        const ChatTemplate tmpl = ChatTemplate::parse(source);
+        for (const auto& [case_name, expected] : cases.items()) {
+            ++pairs;
+            const auto& c = renders.at("cases").at(case_name);
+            ChatInputs in;
+            in.messages = c.at("messages");
+            if (c.contains("tools")) in.tools = c.at("tools");
+            in.add_generation_prompt = c.at("add_generation_prompt").get<bool>();
+            in.bos_token = env.at("bos_token").get<std::string>();
+            in.eos_token = env.at("eos_token").get<std::string>();
+            in.now = parse_clock(env.at("now").get<std::string>());
+            SCOPED_TRACE(name + " / " + case_name);
+            if (expected.contains("output")) {
+                try {
+                    const std::string out = tmpl.render(in);
+                    EXPECT_EQ(out, expected.at("output").get<std::string>());
+                    if (out == expected.at("output").get<std::string>()) ++passed;
+                } catch (const Error& e) {
+                    ADD_FAILURE() << "unexpected error: " << e.what();
+                }
+            } else {
+                ASSERT_TRUE(expected.contains("error"));
+                try {
+                    const std::string out = tmpl.render(in);
+                    ADD_FAILURE() << "expected error '" << expected.at("error").get<std::string>()
+                                  << "', got output:\n"
+                                  << out;
+                } catch (const Error&) {
+                    ++passed;
+                }
+            }
+        }
+    }
+    EXPECT_EQ(pairs, 90);
+    EXPECT_EQ(passed, pairs);
+    std::printf("template x case pairs passing: %d / %d\n", passed, pairs);
+}
+
+}  // namespace
+}  // namespace minfer::chat
