@@ -11,5 +11,6 @@ void add_score_command(CLI::App& app);
 void add_run_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_template_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 
 }  // namespace minfer::cli
