@@ -2,6 +2,7 @@
 
 #include "cli/context_flags.h"
 #include "core/error.h"
+#include "tokenizer/tokenizer.h"
 
 namespace minfer::cli {
 
@@ -12,8 +13,11 @@ void add_prompt_flags(CLI::App* cmd, PromptFlags& f) {
     prompt->each([&f](const std::string&) { f.has_prompt = true; });
 }
 
-std::vector<int32_t> prompt_tokens(const Model&, const PromptFlags& f) {
-    if (f.has_prompt) throw UnsupportedError("--prompt needs the tokenizer, which this build does not have yet");
+std::vector<int32_t> prompt_tokens(const Model& model, const PromptFlags& f) {
+    if (f.has_prompt) {
+        // As llama.cpp tokenizes a prompt: BOS/EOS per the model, special-token text parsed.
+        return Tokenizer::from_gguf(model.metadata()).tokenize(f.prompt, /*add_special=*/true, /*parse_special=*/true);
+    }
     if (f.tokens.empty()) throw UsageError("give the input as --tokens 1,2,3 or --prompt TEXT");
     return parse_token_list(f.tokens);
 }
