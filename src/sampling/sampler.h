@@ -40,6 +40,9 @@ public:
     int32_t sample(std::span<const float> logits);
     // Adds a token to the history the penalties see (prompt tokens and generated ones).
     void accept(int32_t token);
+    // Forgets the token history (the RNG keeps its state).
+    void clear_history() { history_.clear(); }
+    // Forgets the history and restarts the RNG from the seed.
     void reset();
 
     const SamplingParams& params() const { return params_; }
