@@ -36,7 +36,8 @@ struct BenchOptions {
     std::vector<int> threads;
     int repetitions = 5;
     int64_t batch = 512;
-    std::string output = "md";
+    bool json = false;
+    bool csv = false;
     bool no_roofline = false;
 };
 
@@ -126,15 +127,13 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("-t,--threads", (*lists)[2], "Thread counts to test, comma-separated (default: every core)");
     cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")->check(CLI::Range(1, 1000))->capture_default_str();
     cmd->add_option("-b,--batch", o->batch, "Micro-batch size")->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->capture_default_str();
-    auto* json = cmd->add_flag("--json", "Print a JSON array (llama-bench's fields)");
-    auto* csv = cmd->add_flag("--csv", "Print CSV (llama-bench's fields)");
-    json->excludes(csv);
+    auto* json = cmd->add_flag("--json", o->json, "Print a JSON array (llama-bench's fields)");
+    cmd->add_flag("--csv", o->csv, "Print CSV (llama-bench's fields)")->excludes(json);
     cmd->add_flag("--no-roofline", o->no_roofline, "Skip the memory-bandwidth measurement");
-    cmd->callback([o, lists, json, csv] {
+    cmd->callback([o, lists] {
         o->n_prompt = parse_int_list((*lists)[0], "--n-prompt", 0);
         o->n_gen = parse_int_list((*lists)[1], "--n-gen", 0);
         o->threads = (*lists)[2].empty() ? std::vector<int>{default_thread_count()} : parse_int_list((*lists)[2], "--threads", 1);
-        o->output = json->count() ? "json" : csv->count() ? "csv" : "md";
 
         const auto path = resolve_model_path(o->model);
         auto model = Model::load(path);
@@ -170,7 +169,7 @@ void add_bench_command(CLI::App& app) {
         const std::string type = model_type(*model);
         const uint64_t size = model->weight_bytes();
         const uint64_t params = model->n_params();
-        if (o->output == "json" || o->output == "csv") {
+        if (o->json || o->csv) {
             nlohmann::ordered_json array = nlohmann::ordered_json::array();
             char time_buf[32];
             const std::time_t now = std::time(nullptr);
@@ -184,7 +183,7 @@ void add_bench_command(CLI::App& app) {
                                  {"avg_ts", r.avg_ts()}, {"stddev_ts", r.stddev_ts()}, {"samples_ns", r.samples_ns},
                                  {"samples_ts", r.samples_ts}});
             }
-            if (o->output == "json") {
+            if (o->json) {
                 std::cout << array.dump(2) << "\n";
             } else {
                 const char* fields[] = {"build_commit", "backends", "model_filename", "model_type", "model_size",

@@ -85,7 +85,9 @@ void attend_one_head(const AttentionShape& s, const KvCache& kv, int layer, int6
     const float inv_sum = static_cast<float>(1.0 / sum);
     std::fill(out, out + s.head_dim_v, 0.0f);
     for (int64_t p = 0; p < n_keys; ++p) {
-        const float weight = ws.scores[static_cast<std::size_t>(p)] * inv_sum;
+        float weight = ws.scores[static_cast<std::size_t>(p)] * inv_sum;
+        // ggml multiplies V by the probabilities converted to V's dot type: f16 for an f16 cache.
+        if (type == GgmlType::F16) weight = f16_to_f32(f32_to_f16(weight));
         add_weighted_row(type, weight, kv.v_row(layer, p) + static_cast<std::size_t>(kv_head) * v_head_bytes, out,
                          s.head_dim_v);
     }

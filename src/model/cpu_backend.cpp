@@ -15,6 +15,7 @@
 #include "model/backend.h"
 #include "model/cpu_attention.h"
 #include "model/kv_cache.h"
+#include "model/rope_table.h"
 #include "quant/dequantize.h"
 
 namespace minfer {

@@ -11,7 +11,9 @@
 namespace minfer {
 namespace {
 
-std::string load_error(const test::TinyModelSpec& spec) {
+using test::TinyModelSpec;
+
+std::string load_error(const TinyModelSpec& spec) {
     test::TempDir dir;
     write_tiny_model(dir / "m.gguf", spec);
     try {
@@ -22,16 +24,26 @@ std::string load_error(const test::TinyModelSpec& spec) {
     return "";
 }
 
-#define EXPECT_LOAD_ERROR(spec, text)                                         \
-    do {                                                                      \
-        const std::string msg = load_error(spec);                             \
-        EXPECT_NE(msg.find(text), std::string::npos) << "message: " << msg;   \
-    } while (0)
+void expect_load_error(const TinyModelSpec& spec, const std::string& text) {
+    const std::string msg = load_error(spec);
+    EXPECT_FALSE(msg.empty()) << "expected an error containing: " << text;
+    EXPECT_NE(msg.find(text), std::string::npos) << "message: " << msg;
+}
+
+TinyModelSpec spec_with(const std::function<void(TinyModelSpec&)>& change) {
+    TinyModelSpec s;
+    change(s);
+    return s;
+}
+
+std::shared_ptr<const Model> load(const TinyModelSpec& spec, const test::TempDir& dir) {
+    write_tiny_model(dir / "m.gguf", spec);
+    return Model::load(dir / "m.gguf");
+}
 
 TEST(ModelLoad, TinyLlamaWithDefaults) {
     test::TempDir dir;
-    write_tiny_model(dir / "m.gguf", {});
-    auto model = Model::load(dir / "m.gguf");
+    auto model = load({}, dir);
     const HParams& hp = model->hparams();
     EXPECT_EQ(hp.architecture, "llama");
     EXPECT_EQ(hp.n_layer, 2);
@@ -50,81 +62,116 @@ TEST(ModelLoad, TinyLlamaWithDefaults) {
 
 TEST(ModelLoad, TiedOutputUsesTheEmbedding) {
     test::TempDir dir;
-    write_tiny_model(dir / "m.gguf", {.tied_output = true});
-    auto model = Model::load(dir / "m.gguf");
+    auto model = load(spec_with([](TinyModelSpec& s) { s.tied_output = true; }), dir);
     EXPECT_TRUE(model->weights().tied_output);
     EXPECT_EQ(model->weights().output.info, model->weights().token_embd.info);
 }
 
 TEST(ModelLoad, UnknownArchitectureListsTheSupportedOnes) {
-    EXPECT_LOAD_ERROR({.architecture = "gemma"}, "architecture 'gemma' is not supported (supported: llama, qwen2, qwen3)");
+    expect_load_error(spec_with([](TinyModelSpec& s) { s.architecture = "gemma"; }),
+                      "architecture 'gemma' is not supported (supported: llama, qwen2, qwen3)");
 }
 
 TEST(ModelLoad, MissingRequiredKey) {
-    EXPECT_LOAD_ERROR({.skip_keys = {"llama.block_count"}}, "metadata key 'llama.block_count' is missing");
-    EXPECT_LOAD_ERROR({.skip_keys = {"general.architecture"}}, "'general.architecture' is missing");
+    expect_load_error(spec_with([](TinyModelSpec& s) { s.skip_keys = {"llama.block_count"}; }),
+                      "metadata key 'llama.block_count' is missing");
+    expect_load_error(spec_with([](TinyModelSpec& s) { s.skip_keys = {"general.architecture"}; }),
+                      "'general.architecture' is missing");
 }
 
 TEST(ModelLoad, HeadsNotDivisibleByKvHeads) {
-    EXPECT_LOAD_ERROR({.n_head = 4, .n_head_kv = 3}, "4 attention heads are not divisible by 3 KV heads");
+    expect_load_error(spec_with([](TinyModelSpec& s) { s.n_head_kv = 3; }),
+                      "4 attention heads are not divisible by 3 KV heads");
 }
 
 TEST(ModelLoad, KeyOutOfRange) {
-    EXPECT_LOAD_ERROR({.customize = [](GgufWriter& w) {
-                           w.metadata().set("llama.rope.dimension_count", GgufValue::of<uint32_t>(64));
-                       }},
+    expect_load_error(spec_with([](TinyModelSpec& s) {
+                          s.customize = [](GgufWriter& w) {
+                              w.metadata().set("llama.rope.dimension_count", GgufValue::of<uint32_t>(64));
+                          };
+                      }),
                       "'llama.rope.dimension_count' is 64, expected 0..16");
-    EXPECT_LOAD_ERROR({.customize = [](GgufWriter& w) {
-                           w.metadata().set("llama.block_count", GgufValue::of<int32_t>(-1));
-                       }},
+    expect_load_error(spec_with([](TinyModelSpec& s) {
+                          s.customize = [](GgufWriter& w) {
+                              w.metadata().set("llama.block_count", GgufValue::of<int32_t>(-1));
+                          };
+                      }),
                       "'llama.block_count' is -1");
 }
 
 TEST(ModelLoad, UnsupportedRopeScaling) {
-    EXPECT_LOAD_ERROR({.customize = [](GgufWriter& w) {
-                           w.metadata().set("llama.rope.scaling.type", GgufValue::string("yarn"));
-                       }},
+    expect_load_error(spec_with([](TinyModelSpec& s) {
+                          s.customize = [](GgufWriter& w) {
+                              w.metadata().set("llama.rope.scaling.type", GgufValue::string("yarn"));
+                          };
+                      }),
                       "RoPE scaling type 'yarn' is not supported yet");
 }
 
 TEST(ModelLoad, LinearRopeScaling) {
     test::TempDir dir;
-    write_tiny_model(dir / "m.gguf", {.customize = [](GgufWriter& w) {
-                                          w.metadata().set("llama.rope.scaling.type", GgufValue::string("linear"));
-                                          w.metadata().set("llama.rope.scaling.factor", GgufValue::of<float>(4.0f));
-                                      }});
-    EXPECT_EQ(Model::load(dir / "m.gguf")->hparams().rope_freq_scale, 0.25f);
+    auto model = load(spec_with([](TinyModelSpec& s) {
+                          s.customize = [](GgufWriter& w) {
+                              w.metadata().set("llama.rope.scaling.type", GgufValue::string("linear"));
+                              w.metadata().set("llama.rope.scaling.factor", GgufValue::of<float>(4.0f));
+                          };
+                      }),
+                      dir);
+    EXPECT_EQ(model->hparams().rope_freq_scale, 0.25f);
 }
 
 TEST(ModelLoad, MissingTensorNamesItAndItsShape) {
-    EXPECT_LOAD_ERROR({.skip_tensors = {"blk.1.ffn_up.weight"}},
+    expect_load_error(spec_with([](TinyModelSpec& s) { s.skip_tensors = {"blk.1.ffn_up.weight"}; }),
                       "tensor 'blk.1.ffn_up.weight' is missing (expected shape [64, 96])");
-    EXPECT_LOAD_ERROR({.architecture = "qwen2"}, "tensor 'blk.0.attn_q.bias' is missing");
-    EXPECT_LOAD_ERROR({.architecture = "qwen3"}, "tensor 'blk.0.attn_q_norm.weight' is missing");
+    expect_load_error(spec_with([](TinyModelSpec& s) { s.architecture = "qwen2"; }),
+                      "tensor 'blk.0.attn_q.bias' is missing");
+    expect_load_error(spec_with([](TinyModelSpec& s) { s.architecture = "qwen3"; }),
+                      "tensor 'blk.0.attn_q_norm.weight' is missing");
 }
 
 TEST(ModelLoad, ExtraTensorsAreIgnored) {
-    EXPECT_EQ(load_error({.customize = [](GgufWriter& w) {
-                  static std::vector<float> data(64 * 64);
-                  w.add_tensor("blk.5.unused", GgmlType::F32, {64, 64}, std::as_bytes(std::span(data)));
-              }}),
+    EXPECT_EQ(load_error(spec_with([](TinyModelSpec& s) {
+                  s.customize = [](GgufWriter& w) {
+                      static std::vector<float> data(64 * 64);
+                      w.add_tensor("blk.5.unused", GgmlType::F32, {64, 64}, std::as_bytes(std::span(data)));
+                  };
+              })),
               "");
 }
 
 TEST(ModelLoad, WronglyShapedTensor) {
-    test::TinyModelSpec spec;
-    spec.skip_tensors = {"blk.0.attn_k.weight"};
-    spec.customize = [](GgufWriter& w) {
-        static std::vector<float> data(64 * 64);
-        w.add_tensor("blk.0.attn_k.weight", GgmlType::F32, {64, 64}, std::as_bytes(std::span(data)));
-    };
-    EXPECT_LOAD_ERROR(spec, "tensor 'blk.0.attn_k.weight' has shape [64, 64], expected [64, 32]");
+    expect_load_error(spec_with([](TinyModelSpec& s) {
+                          s.skip_tensors = {"blk.0.attn_k.weight"};
+                          s.customize = [](GgufWriter& w) {
+                              static std::vector<float> data(64 * 64);
+                              w.add_tensor("blk.0.attn_k.weight", GgmlType::F32, {64, 64},
+                                           std::as_bytes(std::span(data)));
+                          };
+                      }),
+                      "tensor 'blk.0.attn_k.weight' has shape [64, 64], expected [64, 32]");
+}
+
+TEST(ModelLoad, NormThatIsNotF32) {
+    expect_load_error(spec_with([](TinyModelSpec& s) {
+                          s.skip_tensors = {"output_norm.weight"};
+                          s.customize = [](GgufWriter& w) {
+                              static std::vector<uint16_t> data(64);
+                              w.add_tensor("output_norm.weight", GgmlType::F16, {64}, std::as_bytes(std::span(data)));
+                          };
+                      }),
+                      "tensor 'output_norm.weight' has type f16; minfer expects f32");
 }
 
 TEST(ModelLoad, QwenVariantsLoad) {
     test::TempDir dir;
-    write_tiny_model(dir / "q2.gguf", {.architecture = "qwen2", .qkv_bias = true});
-    write_tiny_model(dir / "q3.gguf", {.architecture = "qwen3", .qk_norm = true});
+    write_tiny_model(dir / "q2.gguf", spec_with([](TinyModelSpec& s) {
+                         s.architecture = "qwen2";
+                         s.qkv_bias = true;
+                     }));
+    write_tiny_model(dir / "q3.gguf", spec_with([](TinyModelSpec& s) {
+                         s.architecture = "qwen3";
+                         s.qk_norm = true;
+                     }));
     EXPECT_EQ(Model::load(dir / "q2.gguf")->arch().rope_kind, RopeKind::Neox);
     EXPECT_TRUE(Model::load(dir / "q3.gguf")->arch().qk_norm);
 }

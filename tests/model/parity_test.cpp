@@ -22,9 +22,15 @@ struct ParityParam {
     int threads;
 };
 
-std::string param_name(const testing::TestParamInfo<ParityParam>& info) {
-    std::string name = info.param.golden.substr(0, info.param.golden.size() - 5);
+// "tiny-llama-q4_0.json" -> "tiny_llama_q4_0"
+std::string golden_name(const std::string& file) {
+    std::string name = file.substr(0, file.size() - 5);
     std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+    return name;
+}
+
+std::string param_name(const testing::TestParamInfo<ParityParam>& info) {
+    const std::string name = golden_name(info.param.golden);
     const char* mode = info.param.mode == Mode::OneBatch ? "batch" : info.param.mode == Mode::TokenByToken ? "bytoken" : "micro7";
     return name + "_" + mode + "_t" + std::to_string(info.param.threads);
 }
@@ -119,11 +125,7 @@ INSTANTIATE_TEST_SUITE_P(Golden, GreedyParity,
                          testing::Values("stories260K.json", "tiny-llama-f16.json", "tiny-llama-q8_0.json",
                                          "tiny-llama-q4_0.json", "tiny-llama-q4_k_m.json", "tiny-qwen2-f16.json",
                                          "tiny-qwen2-q8_0.json", "tiny-qwen2-q4_k_m.json", "tiny-qwen3-q8_0.json"),
-                         [](const testing::TestParamInfo<std::string>& info) {
-                             std::string n = info.param.substr(0, info.param.size() - 5);
-                             std::replace_if(n.begin(), n.end(), [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); }, '_');
-                             return n;
-                         });
+                         [](const testing::TestParamInfo<std::string>& p) { return golden_name(p.param); });
 
 // The real trained model writes exactly the reference story from BOS.
 TEST(StoriesParity, GreedyFromBosIsTheGoldenStory) {
