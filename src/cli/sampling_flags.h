@@ -1,0 +1,22 @@
+#pragma once
+// The sampling flags of `run` and `chat`, with llama.cpp's names and defaults.
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "sampling/sampler.h"
+
+namespace minfer::cli {
+
+struct SamplingFlags {
+    SamplingParams params;
+    std::vector<std::string> logit_bias;  // "ID+BIAS", "ID-BIAS", "ID=BIAS", "ID-inf"
+    int64_t seed = -1;                    // -1: random
+};
+
+void add_sampling_flags(CLI::App* cmd, SamplingFlags& flags);
+// The parameters with the logit bias parsed and the seed chosen; throws UsageError.
+SamplingParams to_sampling_params(const SamplingFlags& flags);
+
+}  // namespace minfer::cli
