@@ -46,9 +46,9 @@ struct QuantizeProgress {
 struct ModelQuantizeOptions {
     int threads = 1;  // 1..1024
     // Called on the calling thread as work advances (may throw to abort the run).
-    std::function<void(const QuantizeProgress&)> on_progress;
+    std::function<void(const QuantizeProgress&)> on_progress = {};
     // Called with the temporary file's path once it exists (e.g. to delete it on a signal).
-    std::function<void(const std::filesystem::path&)> on_temporary_file;
+    std::function<void(const std::filesystem::path&)> on_temporary_file = {};
 };
 
 struct ConvertedTensor {

@@ -5,7 +5,6 @@
 // input (and for the rest, what x86's conversion instruction returns: INT32_MIN).
 
 #include <bit>
-#include <cmath>
 #include <cstdint>
 
 namespace minfer::quant_detail {
@@ -24,9 +23,14 @@ inline int nearest_int(float v) {
     return (bits & 0x007fffff) - 0x00400000;
 }
 
-// C's roundf (half away from zero) followed by a conversion to int.
+// C's roundf (half away from zero) followed by a conversion to int, without a libm call: the
+// fraction v - trunc(v) is exact for every float, so comparing it with +-0.5 rounds exactly.
 inline int32_t round_to_int(float v) {
-    return truncate_to_int(std::round(v));
+    if (!(v > -2147483904.0f && v < 2147483648.0f)) return INT32_MIN;
+    const auto r = static_cast<int32_t>(v);
+    const float fraction = v - static_cast<float>(r);
+    // Branch-free: the comparisons are unpredictable on real data.
+    return r + static_cast<int32_t>(fraction >= 0.5f) - static_cast<int32_t>(fraction <= -0.5f);
 }
 
 // The low byte of an int, as C's conversion to int8_t keeps it.
