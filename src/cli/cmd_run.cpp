@@ -1,48 +1,176 @@
-// `minfer run MODEL --tokens 1,2,3 -n N --temp 0`: greedy continuation printed as ids.
+// `minfer run MODEL -p PROMPT`: generates an answer and streams it to stdout. A model with a chat
+// template gets the prompt as one user message (--raw feeds it as is); --tokens 1,2,3 works on
+// token ids and prints ids. Timings go to stderr at the end, or everything as one JSON document.
 
-#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
 
+#include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "cli/context_flags.h"
-#include "cli/prompt_tokens.h"
+#include "cli/interrupt.h"
+#include "cli/model_loading.h"
+#include "cli/sampling_flags.h"
 #include "core/error.h"
-#include "gguf/gguf_file.h"
-#include "model/context.h"
+#include "runtime/chat_session.h"
+#include "runtime/generator.h"
+#include "tokenizer/tokenizer.h"
 
 namespace minfer::cli {
+namespace {
+
+struct RunOptions {
+    std::string model;
+    std::string prompt;
+    std::string prompt_file;
+    std::string tokens;
+    std::string system;
+    std::string template_file;
+    std::vector<std::string> stop;
+    int64_t n_predict = -1;
+    bool raw = false;
+    bool json = false;
+    bool dump_graph = false;
+    ContextFlags context;
+    SamplingFlags sampling;
+};
+
+std::string read_text_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw IoError(concat(path, ": cannot read the prompt file"));
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// The prompt's tokens: the text as one user message through the chat template, or raw.
+std::vector<int32_t> build_prompt(const RunOptions& o, const Model& model, const Tokenizer& tokenizer,
+                                  const std::string& text) {
+    const bool has_template = !o.template_file.empty() || model.metadata().contains("tokenizer.chat_template");
+    if (o.raw || !has_template) {
+        std::vector<int32_t> tokens = tokenizer.tokenize(text, /*add_special=*/true, /*parse_special=*/true);
+        if (tokens.empty()) throw UsageError("the prompt is empty and the model adds no BOS token: nothing to continue");
+        return tokens;
+    }
+    const std::optional<std::filesystem::path> file =
+        o.template_file.empty() ? std::nullopt : std::optional<std::filesystem::path>(o.template_file);
+    const auto chat_template = chat::ChatTemplate::parse(chat::template_source_for(model.metadata(), file));
+    chat::ChatInputs in;
+    if (!o.system.empty()) in.messages.push_back({{"role", "system"}, {"content", o.system}});
+    in.messages.push_back({{"role", "user"}, {"content", text}});
+    in.bos_token = chat::special_token_text(model.metadata(), "tokenizer.ggml.bos_token_id");
+    in.eos_token = chat::special_token_text(model.metadata(), "tokenizer.ggml.eos_token_id");
+    return tokenize_chat_prompt(tokenizer, chat_template.render(in), in.bos_token);
+}
+
+void print_timings(const LoadedModel& loaded, const GenerationResult& r, int64_t n_ctx) {
+    const auto& s = r.stats;
+    std::fprintf(stderr, "\nminfer: load        %10.1f ms\n", loaded.load_ms);
+    std::fprintf(stderr, "minfer: prompt      %10.1f ms / %6lld tokens (%8.1f tokens/s)\n", s.prompt_ms,
+                 static_cast<long long>(s.n_prompt), s.prompt_tokens_per_second());
+    std::fprintf(stderr, "minfer: generation  %10.1f ms / %6lld tokens (%8.1f tokens/s)\n", s.generation_ms,
+                 static_cast<long long>(s.n_generated), s.generation_tokens_per_second());
+    const char* why = "";
+    switch (r.stop) {
+        case StopReason::EndOfGeneration: why = "end of generation token"; break;
+        case StopReason::StopString: why = "stop string"; break;
+        case StopReason::MaxTokens: why = "token limit (-n)"; break;
+        case StopReason::ContextFull: why = "the context is full"; break;
+        case StopReason::Interrupted: why = "interrupted"; break;
+    }
+    std::fprintf(stderr, "minfer: stopped by  %s%s\n", why,
+                 r.stop == StopReason::ContextFull ? concat(" (", n_ctx, " tokens; raise --ctx)").c_str() : "");
+}
+
+}  // namespace
 
 void add_run_command(CLI::App& app) {
-    struct Options {
-        std::string model;
-        PromptFlags prompt;
-        int n_predict = 32;
-        float temp = 0.0f;
-        ContextFlags context;
-    };
-    auto o = std::make_shared<Options>();
-    CLI::App* cmd = app.add_subcommand("run", "Generate a continuation");
-    cmd->add_option("model", o->model, "GGUF model file")->required();
-    add_prompt_flags(cmd, o->prompt);
-    cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->check(CLI::Range(0, 1 << 24))->capture_default_str();
-    cmd->add_option("--temp", o->temp, "Sampling temperature (0: greedy)")->capture_default_str();
+    auto o = std::make_shared<RunOptions>();
+    CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
+    cmd->add_option("model", o->model, "GGUF file, first part of a split model, or a directory")->required();
+    auto* prompt = cmd->add_option("-p,--prompt", o->prompt, "The prompt");
+    auto* file = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")->check(CLI::ExistingFile);
+    auto* tokens = cmd->add_option("--tokens", o->tokens, "Prompt as token ids (1,2,3); prints token ids");
+    prompt->excludes(file)->excludes(tokens);
+    file->excludes(tokens);
+    cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate (-1: until the end of the answer)")
+        ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
+        ->capture_default_str();
+    cmd->add_option("--stop", o->stop, "Stop before this text (repeatable)");
+    cmd->add_option("--system", o->system, "System message (with the chat template)");
+    cmd->add_flag("--raw", o->raw, "Feed the prompt as is, without the chat template");
+    cmd->add_option("--template", o->template_file, "Use this Jinja chat template instead of the model's")
+        ->check(CLI::ExistingFile);
+    cmd->add_flag("--json", o->json, "Print one JSON result (text, tokens, timings, stop reason) instead");
+    cmd->add_flag("--dump-graph", o->dump_graph, "Print the forward pass's operations and exit");
     add_context_flags(cmd, o->context);
-    cmd->callback([o] {
-        if (o->temp != 0.0f) throw UnsupportedError("sampling with --temp > 0 needs the sampler, not in this build yet; use --temp 0");
-        auto model = Model::load(resolve_model_path(o->model));
-        std::vector<int32_t> tokens = prompt_tokens(*model, o->prompt);
-        InferenceContext ctx(model, to_context_options(o->context));
-        std::vector<float> logits = ctx.evaluate_last(tokens);
-        for (int i = 0; i < o->n_predict; ++i) {
-            const auto next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-            std::printf(i == 0 ? "%d" : ",%d", next);
-            std::fflush(stdout);
-            if (i + 1 == o->n_predict) break;
-            const int32_t one[1] = {next};
-            logits = ctx.evaluate_last(one);
+    add_sampling_flags(cmd, o->sampling);
+    cmd->callback([o, prompt, file, tokens] {
+        if (!prompt->count() && !file->count() && !tokens->count()) {
+            throw UsageError("give a prompt: -p TEXT, -f FILE or --tokens 1,2,3");
         }
-        std::printf("\n");
+        const SamplingParams sampling = to_sampling_params(o->sampling);
+        const LoadedModel loaded = load_model_for_cli(o->model, /*quiet=*/o->json);
+        const Model& model = *loaded.model;
+        InferenceContext ctx(loaded.model, to_context_options(o->context));
+        Sampler sampler(sampling, static_cast<int32_t>(model.hparams().n_vocab));
+
+        const bool ids_mode = tokens->count() > 0;
+        const Tokenizer tokenizer = Tokenizer::from_gguf(model.metadata());
+        const std::vector<int32_t> input =
+            ids_mode ? parse_token_list(o->tokens)
+                     : build_prompt(*o, model, tokenizer, file->count() ? read_text_file(o->prompt_file) : o->prompt);
+        if (o->dump_graph) {
+            std::cout << ctx.graph_for(input, false).to_string();
+            return;
+        }
+
+        GenerationOptions options;
+        options.n_predict = o->n_predict;
+        options.stop = o->stop;
+        InterruptGuard interrupt;
+        const bool stream_text = !o->json && !ids_mode;
+        const GenerationResult r = generate(
+            ctx, tokenizer, sampler, input, options,
+            [&](std::string_view text) {
+                if (!stream_text) return;
+                std::fwrite(text.data(), 1, text.size(), stdout);
+                std::fflush(stdout);
+            },
+            &InterruptGuard::flag());
+
+        if (o->json) {
+            const auto& s = r.stats;
+            nlohmann::ordered_json doc = {
+                {"text", r.text},
+                {"tokens", r.tokens},
+                {"prompt_tokens", input.size()},
+                {"stop_reason", stop_reason_name(r.stop)},
+                {"seed", sampling.seed},
+                {"timings",
+                 {{"load_ms", loaded.load_ms},
+                  {"prompt_n", s.n_prompt},
+                  {"prompt_ms", s.prompt_ms},
+                  {"prompt_per_second", s.prompt_tokens_per_second()},
+                  {"predicted_n", s.n_generated},
+                  {"predicted_ms", s.generation_ms},
+                  {"predicted_per_second", s.generation_tokens_per_second()}}}};
+            std::cout << doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+            return;
+        }
+        if (ids_mode) {
+            std::string line;
+            for (int32_t t : r.tokens) line += concat(line.empty() ? "" : ",", t);
+            std::printf("%s\n", line.c_str());
+        } else {
+            std::printf("\n");
+        }
+        print_timings(loaded, r, ctx.n_ctx());
     });
 }
 

@@ -9,6 +9,7 @@ namespace minfer::cli {
 void add_info_command(CLI::App& app);
 void add_score_command(CLI::App& app);
 void add_run_command(CLI::App& app);
+void add_chat_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_template_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);

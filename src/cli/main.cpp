@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
 
     minfer::cli::add_info_command(app);
     minfer::cli::add_run_command(app);
+    minfer::cli::add_chat_command(app);
     minfer::cli::add_score_command(app);
     minfer::cli::add_bench_command(app);
     minfer::cli::add_template_command(app);

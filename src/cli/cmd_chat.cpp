@@ -1,0 +1,149 @@
+// `minfer chat MODEL`: an interactive conversation with the model's chat template. The KV cache
+// keeps the conversation, so each turn evaluates only its new tokens. On a terminal: line editing
+// and history (libedit), /clear, /exit or Ctrl-D, Ctrl-C stops the current answer. With stdin not a
+// terminal, every line is one user message, so a conversation can be scripted.
+
+#include <editline/readline.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "chat/chat_template.h"
+#include "cli/commands.h"
+#include "cli/context_flags.h"
+#include "cli/interrupt.h"
+#include "cli/model_loading.h"
+#include "cli/sampling_flags.h"
+#include "core/error.h"
+#include "runtime/chat_session.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::cli {
+namespace {
+
+struct ChatOptions {
+    std::string model;
+    std::string system;
+    std::string template_file;
+    int64_t n_predict = -1;
+    bool stats = false;
+    ContextFlags context;
+    SamplingFlags sampling;
+};
+
+// One line of input: from libedit on a terminal, from stdin otherwise. nullopt at the end.
+class LineReader {
+public:
+    LineReader() : interactive_(::isatty(STDIN_FILENO) == 1) {
+        if (interactive_) using_history();
+    }
+    bool interactive() const { return interactive_; }
+
+    std::optional<std::string> next() {
+        if (!interactive_) {
+            std::string line;
+            if (!std::getline(std::cin, line)) return std::nullopt;
+            if (!line.empty() && line.back() == '\r') line.pop_back();
+            return line;
+        }
+        while (true) {
+            char* raw = readline("> ");
+            if (raw == nullptr) {
+                if (InterruptGuard::flag().load()) {  // Ctrl-C at the prompt: a fresh prompt
+                    InterruptGuard::clear();
+                    std::printf("\n");
+                    continue;
+                }
+                return std::nullopt;
+            }
+            std::string line(raw);
+            std::free(raw);
+            if (!line.empty()) add_history(line.c_str());
+            return line;
+        }
+    }
+
+private:
+    bool interactive_;
+};
+
+}  // namespace
+
+void add_chat_command(CLI::App& app) {
+    auto o = std::make_shared<ChatOptions>();
+    CLI::App* cmd = app.add_subcommand("chat", "Talk with a model in the terminal (or one message per stdin line)");
+    cmd->add_option("model", o->model, "GGUF file, first part of a split model, or a directory")->required();
+    cmd->add_option("--system", o->system, "System message");
+    cmd->add_option("--template", o->template_file, "Use this Jinja chat template instead of the model's")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("-n,--n-predict", o->n_predict, "Tokens per answer at most (-1: until the answer ends)")
+        ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
+        ->capture_default_str();
+    cmd->add_flag("--stats", o->stats, "After each answer, print token counts and speed to stderr");
+    add_context_flags(cmd, o->context);
+    add_sampling_flags(cmd, o->sampling);
+    cmd->callback([o] {
+        const SamplingParams sampling = to_sampling_params(o->sampling);
+        const LoadedModel loaded = load_model_for_cli(o->model);
+        const Model& model = *loaded.model;
+        const Tokenizer tokenizer = Tokenizer::from_gguf(model.metadata());
+        const std::optional<std::filesystem::path> file =
+            o->template_file.empty() ? std::nullopt : std::optional<std::filesystem::path>(o->template_file);
+        auto chat_template = chat::ChatTemplate::parse(chat::template_source_for(model.metadata(), file));
+        InferenceContext ctx(loaded.model, to_context_options(o->context));
+        Sampler sampler(sampling, static_cast<int32_t>(model.hparams().n_vocab));
+        ChatSession session(ctx, tokenizer, std::move(chat_template), model.metadata(),
+                            o->system.empty() ? std::nullopt : std::optional<std::string>(o->system));
+        GenerationOptions options;
+        options.n_predict = o->n_predict;
+
+        InterruptGuard interrupt;
+        LineReader reader;
+        if (reader.interactive()) {
+            std::printf("minfer chat: /clear starts over, /exit or Ctrl-D quits, Ctrl-C stops an answer\n");
+        }
+        while (auto line = reader.next()) {
+            if (*line == "/exit" || *line == "/quit") break;
+            if (*line == "/clear") {
+                session.clear();
+                if (reader.interactive()) std::printf("(conversation cleared)\n");
+                continue;
+            }
+            if (line->empty()) continue;
+            InterruptGuard::clear();
+            try {
+                const GenerationResult r = session.reply(
+                    *line, sampler, options,
+                    [](std::string_view text) {
+                        std::fwrite(text.data(), 1, text.size(), stdout);
+                        std::fflush(stdout);
+                    },
+                    &InterruptGuard::flag());
+                std::printf("\n");
+                if (r.stop == StopReason::ContextFull) {
+                    std::fprintf(stderr, "minfer: the context of %lld tokens is full; /clear starts over\n",
+                                 static_cast<long long>(ctx.n_ctx()));
+                }
+                if (o->stats) {
+                    std::fprintf(stderr,
+                                 "[prompt: %lld new tokens evaluated, %lld reused from the cache; answer: %lld tokens, "
+                                 "%.1f tokens/s; stop: %s]\n",
+                                 static_cast<long long>(r.stats.n_prompt), static_cast<long long>(session.last_reused_tokens()),
+                                 static_cast<long long>(r.tokens.size()), r.stats.generation_tokens_per_second(),
+                                 stop_reason_name(r.stop));
+                }
+            } catch (const UsageError& e) {
+                // A conversation that no longer fits: say so and keep the session usable.
+                std::fprintf(stderr, "minfer: %s\n", e.what());
+            }
+            std::fflush(stdout);
+        }
+    });
+}
+
+}  // namespace minfer::cli
