@@ -7,5 +7,6 @@
 namespace minfer::cli {
 
 void add_info_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 
 }  // namespace minfer::cli

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
     });
 
     minfer::cli::add_info_command(app);
+    minfer::cli::add_quantize_command(app);
 
     std::string help_topic;
     CLI::App* help = app.add_subcommand("help", "Show help for a command: minfer help COMMAND");

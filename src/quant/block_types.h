@@ -86,8 +86,8 @@ struct block_q5_K {
 };
 // 6.5625 bits per weight: 16 sub-blocks of 16, 8-bit scales.
 struct block_q6_K {
-    uint8_t ql[QK_K / 2];      // low 4 bits
-    uint8_t qh[QK_K / 4];      // high 2 bits
+    uint8_t ql[QK_K / 2];  // low 4 bits
+    uint8_t qh[QK_K / 4];  // high 2 bits
     int8_t scales[QK_K / 16];
     f16_bits d;
 };
