@@ -125,7 +125,11 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     const GgmlType act_type = float_weights ? GgmlType::F32 : weight_act;
     const std::size_t act_row = kernels::activation_row_bytes(act_type, w.n_cols);
     const bool scalar = kernel_path() == KernelPath::kScalar;
-    const bool gemm = n_tokens > 1 && !scalar;
+    // A few tokens are cheaper as repeated GEMV (each weight byte read per token, but no panel
+    // unpacking) when a SIMD GEMV kernel exists.
+    constexpr int64_t kGemmMinTokens = 4;
+    const bool gemm = !scalar && n_tokens > 1 &&
+                      (n_tokens >= kGemmMinTokens || !kernels::gemv_simd_handles(w.type));
     const int n_threads = pool.size();
     const auto tokens = static_cast<std::size_t>(n_tokens);
 
@@ -160,7 +164,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
         pool.run([&](int i, int n) {
             const auto [r0, r1] = split(w.n_rows, i, n, kernels::kPanelRows);
             if (r0 >= r1) return;
-            if (scalar || n_tokens != 1 || !kernels::gemv_rows_simd(w, act, r0, r1, y)) {
+            if (scalar || !kernels::gemv_rows_simd(w, act, r0, r1, y)) {
                 kernels::matmul_rows_scalar(w, act, r0, r1, y, w.n_rows);
             }
         });
