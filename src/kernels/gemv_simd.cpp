@@ -31,7 +31,9 @@ inline float HorizontalSum(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
 }
 
-inline float HalfToFloat(uint16_t h) { return _cvtsh_ss(h); }
+inline float HalfToFloat(uint16_t h) {
+    return _cvtsh_ss(h);
+}
 
 // acc + sums of 4 products u8 x s8 per 32-bit lane; u must be <= 127 without VNNI (the 16-bit
 // pair sums of vpmaddubsw saturate above that).
@@ -56,8 +58,8 @@ inline __m256i DotS8S8(__m256i acc, __m256i w, __m256i a) {
 // 32 nibbles of a 16-byte block in element order: low nibbles (elements 0-15), then high.
 inline __m256i Nibbles32(const uint8_t* qs) {
     const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(packed),
-                                                 _mm_srli_epi16(packed, 4), 1);
+    const __m256i both =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(packed), _mm_srli_epi16(packed, 4), 1);
     return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
 }
 
@@ -93,20 +95,20 @@ float DotQ4_0(const block_q4_0* w, const Q8_0View& a, int64_t n_blocks) {
     int64_t b = 0;
     for (; b + 2 <= n_blocks; b += 2) {
         _mm_prefetch(reinterpret_cast<const char*>(w + b) + 512, _MM_HINT_T0);
-        const __m256i p0 = DotU8S8<kVnni>(_mm256_setzero_si256(), Nibbles32(w[b].qs),
-                                          Load256(a.blocks[b].qs));
+        const __m256i p0 =
+            DotU8S8<kVnni>(_mm256_setzero_si256(), Nibbles32(w[b].qs), Load256(a.blocks[b].qs));
         const __m256i p1 = DotU8S8<kVnni>(_mm256_setzero_si256(), Nibbles32(w[b + 1].qs),
                                           Load256(a.blocks[b + 1].qs));
         const float s0 = HalfToFloat(w[b].d) * a.d[b];
         const float s1 = HalfToFloat(w[b + 1].d) * a.d[b + 1];
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(s0), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(s1), acc1);
-        correction += s0 * static_cast<float>(a.neg8_sum[b]) +
-                      s1 * static_cast<float>(a.neg8_sum[b + 1]);
+        correction +=
+            s0 * static_cast<float>(a.neg8_sum[b]) + s1 * static_cast<float>(a.neg8_sum[b + 1]);
     }
     for (; b < n_blocks; ++b) {
-        const __m256i p = DotU8S8<kVnni>(_mm256_setzero_si256(), Nibbles32(w[b].qs),
-                                         Load256(a.blocks[b].qs));
+        const __m256i p =
+            DotU8S8<kVnni>(_mm256_setzero_si256(), Nibbles32(w[b].qs), Load256(a.blocks[b].qs));
         const float s = HalfToFloat(w[b].d) * a.d[b];
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc0);
         correction += s * static_cast<float>(a.neg8_sum[b]);
@@ -135,13 +137,14 @@ float DotSigned32(const Block* w, const Q8_0View& a, int64_t n_blocks) {
             DotS8S8<kVnni>(_mm256_setzero_si256(), weights(b), Load256(a.blocks[b].qs));
         const __m256i p1 =
             DotS8S8<kVnni>(_mm256_setzero_si256(), weights(b + 1), Load256(a.blocks[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0),
-                               _mm256_set1_ps(HalfToFloat(w[b].d) * a.d[b]), acc0);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(HalfToFloat(w[b].d) * a.d[b]),
+                               acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1),
                                _mm256_set1_ps(HalfToFloat(w[b + 1].d) * a.d[b + 1]), acc1);
     }
     for (; b < n_blocks; ++b) {
-        const __m256i p = DotS8S8<kVnni>(_mm256_setzero_si256(), weights(b), Load256(a.blocks[b].qs));
+        const __m256i p =
+            DotS8S8<kVnni>(_mm256_setzero_si256(), weights(b), Load256(a.blocks[b].qs));
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(HalfToFloat(w[b].d) * a.d[b]),
                                acc0);
     }
@@ -172,7 +175,8 @@ float DotQ4_K(const block_q4_K* w, const block_q8_K* a, int64_t n_blocks) {
         uint8_t sm[16];
         KScalesMins(w[b].scales, sm);
         int32_t min_sum = 0;
-        for (int j = 0; j < 8; ++j) min_sum += sm[8 + j] * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
+        for (int j = 0; j < 8; ++j)
+            min_sum += sm[8 + j] * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
         __m256i isum = _mm256_setzero_si256();
         for (int j = 0; j < 4; ++j) {
             const __m256i q = Load256(w[b].qs + 32 * j);
@@ -181,8 +185,8 @@ float DotQ4_K(const block_q4_K* w, const block_q8_K* a, int64_t n_blocks) {
             const __m256i p_lo = _mm256_maddubs_epi16(lo, Load256(a[b].qs + 64 * j));
             const __m256i p_hi = _mm256_maddubs_epi16(hi, Load256(a[b].qs + 64 * j + 32));
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p_lo, _mm256_set1_epi16(sm[2 * j])));
-            isum = _mm256_add_epi32(isum,
-                                    _mm256_madd_epi16(p_hi, _mm256_set1_epi16(sm[2 * j + 1])));
+            isum =
+                _mm256_add_epi32(isum, _mm256_madd_epi16(p_hi, _mm256_set1_epi16(sm[2 * j + 1])));
         }
         const float d = HalfToFloat(w[b].d) * a[b].d;
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d), acc);
@@ -223,8 +227,8 @@ float DotQ6_K(const block_q6_K* w, const block_q8_K* a, int64_t n_blocks) {
                                 _mm256_and_si256(_mm256_srli_epi16(h, 2), bits45))};
             for (int k = 0; k < 4; ++k) {
                 const __m256i p = _mm256_maddubs_epi16(q[k], Load256(q8 + 32 * k));
-                const __m256i s = _mm256_setr_m128i(_mm_set1_epi16(sc[2 * k]),
-                                                    _mm_set1_epi16(sc[2 * k + 1]));
+                const __m256i s =
+                    _mm256_setr_m128i(_mm_set1_epi16(sc[2 * k]), _mm_set1_epi16(sc[2 * k + 1]));
                 isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, s));
             }
         }
@@ -255,15 +259,16 @@ float DotFloat(const std::byte* w_row, const float* x, int64_t n) {
     };
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        _mm_prefetch(reinterpret_cast<const char*>(w_row) + (i + 256) * (kType == GgmlType::F32 ? 4 : 2),
-                     _MM_HINT_T0);
+        _mm_prefetch(
+            reinterpret_cast<const char*>(w_row) + (i + 256) * (kType == GgmlType::F32 ? 4 : 2),
+            _MM_HINT_T0);
         for (int k = 0; k < 4; ++k) {
             acc[k] = _mm256_fmadd_ps(load(i + 8 * k), _mm256_loadu_ps(x + i + 8 * k), acc[k]);
         }
     }
     for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load(i), _mm256_loadu_ps(x + i), acc[0]);
-    float sum = HorizontalSum(
-        _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    float sum =
+        HorizontalSum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
     for (; i < n; ++i) {
         const auto* bytes = w_row;
         float wi;
@@ -294,15 +299,18 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
         switch (w.type) {
             case GgmlType::Q4_0:
             case GgmlType::Q8_0:
-            case GgmlType::IQ4_NL: PrepareQ8_0(a_row, n_blocks32, q8_0); break;
-            default: break;
+            case GgmlType::IQ4_NL:
+                PrepareQ8_0(a_row, n_blocks32, q8_0);
+                break;
+            default:
+                break;
         }
         for (int64_t r = r0; r < r1; ++r) {
             const std::byte* row = base + static_cast<std::size_t>(r) * row_bytes;
             switch (w.type) {
                 case GgmlType::Q4_0:
-                    yt[r] = DotQ4_0<kVnni>(reinterpret_cast<const block_q4_0*>(row), q8_0,
-                                           n_blocks32);
+                    yt[r] =
+                        DotQ4_0<kVnni>(reinterpret_cast<const block_q4_0*>(row), q8_0, n_blocks32);
                     break;
                 case GgmlType::Q8_0:
                     yt[r] = DotSigned32<kVnni, false>(reinterpret_cast<const block_q8_0*>(row),
@@ -318,10 +326,17 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
                 case GgmlType::Q6_K:
                     yt[r] = DotQ6_K(reinterpret_cast<const block_q6_K*>(row), a_k, n_blocks256);
                     break;
-                case GgmlType::F16: yt[r] = DotFloat<GgmlType::F16>(row, a_f, w.n_cols); break;
-                case GgmlType::BF16: yt[r] = DotFloat<GgmlType::BF16>(row, a_f, w.n_cols); break;
-                case GgmlType::F32: yt[r] = DotFloat<GgmlType::F32>(row, a_f, w.n_cols); break;
-                default: return false;
+                case GgmlType::F16:
+                    yt[r] = DotFloat<GgmlType::F16>(row, a_f, w.n_cols);
+                    break;
+                case GgmlType::BF16:
+                    yt[r] = DotFloat<GgmlType::BF16>(row, a_f, w.n_cols);
+                    break;
+                case GgmlType::F32:
+                    yt[r] = DotFloat<GgmlType::F32>(row, a_f, w.n_cols);
+                    break;
+                default:
+                    return false;
             }
         }
     }
@@ -337,8 +352,10 @@ bool GemvHandles(GgmlType type) {
         case GgmlType::Q6_K:
         case GgmlType::F16:
         case GgmlType::BF16:
-        case GgmlType::F32: return true;
-        default: return false;
+        case GgmlType::F32:
+            return true;
+        default:
+            return false;
     }
 }
 
@@ -353,8 +370,12 @@ bool GemvRows(const WeightMatrix& w, const Activations& act, int64_t row_begin, 
 
 #else  // no hand-written kernels for this target
 
-bool GemvHandles(GgmlType) { return false; }
-bool GemvRows(const WeightMatrix&, const Activations&, int64_t, int64_t, float*) { return false; }
+bool GemvHandles(GgmlType) {
+    return false;
+}
+bool GemvRows(const WeightMatrix&, const Activations&, int64_t, int64_t, float*) {
+    return false;
+}
 
 #endif
 
@@ -368,7 +389,9 @@ namespace minfer::kernels {
 HWY_EXPORT(GemvRows);
 HWY_EXPORT(GemvHandles);
 
-bool gemv_simd_handles(GgmlType type) { return HWY_DYNAMIC_DISPATCH(GemvHandles)(type); }
+bool gemv_simd_handles(GgmlType type) {
+    return HWY_DYNAMIC_DISPATCH(GemvHandles)(type);
+}
 
 bool gemv_rows_simd(const WeightMatrix& w, const Activations& act, int64_t row_begin,
                     int64_t row_end, float* y) {
