@@ -1,0 +1,281 @@
+// Kernel benchmarks. First the machine's limits (read bandwidth of a large buffer with 1 and 2
+// threads, peak f32 FMA rate), then matmul on a 4096 x 4096 weight: GEMV (one token) in GB/s of
+// weights read and as a fraction of the measured bandwidth, and GEMM (512 tokens) in GFLOP/s
+// (2 * rows * cols * tokens per call), on 1 and 2 threads. Also the thread pool's dispatch
+// overhead. Benchmarks run in registration order, so the limits are known when matmul runs.
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+#include "quant/quantize.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+using minfer::GgmlType;
+
+double g_bandwidth[3] = {0, 0, 0};  // bytes/s by thread count
+
+minfer::ThreadPool& pool_of(int n_threads) {
+    static std::map<int, std::unique_ptr<minfer::ThreadPool>> pools;
+    auto& p = pools[n_threads];
+    if (!p) p = std::make_unique<minfer::ThreadPool>(n_threads);
+    return *p;
+}
+
+// ---- machine limits ----
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) uint64_t sum_bytes(const std::byte* p, std::size_t n) {
+    __m256i acc0 = _mm256_setzero_si256(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    for (std::size_t i = 0; i + 128 <= n; i += 128) {
+        const auto* v = reinterpret_cast<const __m256i*>(p + i);
+        acc0 = _mm256_add_epi64(acc0, _mm256_load_si256(v));
+        acc1 = _mm256_add_epi64(acc1, _mm256_load_si256(v + 1));
+        acc2 = _mm256_add_epi64(acc2, _mm256_load_si256(v + 2));
+        acc3 = _mm256_add_epi64(acc3, _mm256_load_si256(v + 3));
+    }
+    const __m256i s = _mm256_add_epi64(_mm256_add_epi64(acc0, acc1), _mm256_add_epi64(acc2, acc3));
+    alignas(32) uint64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
+    return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+#else
+uint64_t sum_bytes(const std::byte* p, std::size_t n) {
+    uint64_t s = 0;
+    for (std::size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t v;
+        std::memcpy(&v, p + i, 8);
+        s += v;
+    }
+    return s;
+}
+#endif
+
+void BM_ReadBandwidth(benchmark::State& state) {
+    const int n_threads = static_cast<int>(state.range(0));
+    constexpr std::size_t kBytes = std::size_t{1} << 30;  // far beyond the 32 MiB L3
+    static std::vector<std::byte> buffer(kBytes + 64, std::byte{1});
+    std::byte* base = reinterpret_cast<std::byte*>(
+        (reinterpret_cast<uintptr_t>(buffer.data()) + 63) & ~uintptr_t{63});
+    auto& pool = pool_of(n_threads);
+    std::atomic<uint64_t> sink{0};
+    for (auto _ : state) {
+        pool.run([&](int i, int n) {
+            const std::size_t chunk = kBytes / static_cast<std::size_t>(n);
+            sink += sum_bytes(base + chunk * static_cast<std::size_t>(i), chunk);
+        });
+    }
+    benchmark::DoNotOptimize(sink.load());
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                            static_cast<int64_t>(kBytes));
+    state.counters["GB/s"] = benchmark::Counter(
+        static_cast<double>(state.iterations()) * kBytes * 1e-9, benchmark::Counter::kIsRate);
+}
+
+// Peak f32 FMA rate: 12 independent register accumulators per thread (covers FMA latency x
+// throughput on AVX-512 and AVX2 machines).
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) float fma_loop_avx512(int64_t iters) {
+    __m512 acc[12];
+    for (int k = 0; k < 12; ++k) acc[k] = _mm512_set1_ps(static_cast<float>(k));
+    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    for (int64_t i = 0; i < iters; ++i) {
+        for (int k = 0; k < 12; ++k) acc[k] = _mm512_fmadd_ps(acc[k], a, b);
+        asm volatile("" ::: "memory");
+    }
+    __m512 s = acc[0];
+    for (int k = 1; k < 12; ++k) s = _mm512_add_ps(s, acc[k]);
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, s);
+    return lanes[0];
+}
+__attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
+    __m256 acc[12];
+    for (int k = 0; k < 12; ++k) acc[k] = _mm256_set1_ps(static_cast<float>(k));
+    const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+    for (int64_t i = 0; i < iters; ++i) {
+        for (int k = 0; k < 12; ++k) acc[k] = _mm256_fmadd_ps(acc[k], a, b);
+        asm volatile("" ::: "memory");
+    }
+    alignas(32) float lanes[8];
+    __m256 s = acc[0];
+    for (int k = 1; k < 12; ++k) s = _mm256_add_ps(s, acc[k]);
+    _mm256_store_ps(lanes, s);
+    return lanes[0];
+}
+#endif
+
+void BM_PeakFma(benchmark::State& state) {
+    const int n_threads = static_cast<int>(state.range(0));
+    constexpr int64_t kIters = 1 << 22;
+    auto& pool = pool_of(n_threads);
+    std::atomic<float> sink{0};
+    int lanes = 1;
+    for (auto _ : state) {
+        pool.run([&](int, int) {
+#if defined(__x86_64__)
+            if (__builtin_cpu_supports("avx512f")) {
+                sink = fma_loop_avx512(kIters);
+                lanes = 16;
+            } else {
+                sink = fma_loop_avx2(kIters);
+                lanes = 8;
+            }
+#endif
+        });
+    }
+    benchmark::DoNotOptimize(sink.load());
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        static_cast<double>(state.iterations()) * n_threads * kIters * 12 * lanes * 2 * 1e-9,
+        benchmark::Counter::kIsRate);
+}
+
+// ---- thread pool ----
+
+void BM_PoolDispatch(benchmark::State& state) {
+    auto& pool = pool_of(static_cast<int>(state.range(0)));
+    std::atomic<int> counter{0};
+    for (auto _ : state)
+        pool.run([&](int, int) { counter.fetch_add(1, std::memory_order_relaxed); });
+    state.counters["us/run"] =
+        benchmark::Counter(static_cast<double>(state.iterations()) * 1e-6,
+                           benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// ---- matmul ----
+
+constexpr int64_t kDim = 4096;
+
+struct Weights {
+    std::vector<std::byte> bytes;
+    minfer::WeightMatrix view(GgmlType type) const { return {type, kDim, kDim, bytes}; }
+};
+
+const Weights& weights_of(GgmlType type) {
+    static std::map<GgmlType, Weights> cache;
+    auto it = cache.find(type);
+    if (it != cache.end()) return it->second;
+    std::mt19937 rng(42);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    std::vector<float> row(kDim);
+    Weights w;
+    const std::size_t row_bytes = minfer::row_size(type, kDim);
+    w.bytes.resize(row_bytes * kDim);
+    for (int64_t r = 0; r < kDim; ++r) {
+        for (float& v : row) v = normal(rng);
+        minfer::quantize_row(type, row.data(), w.bytes.data() + r * row_bytes, kDim);
+    }
+    return cache.emplace(type, std::move(w)).first->second;
+}
+
+std::vector<float> activations(int64_t n_tokens) {
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<std::size_t>(n_tokens * kDim));
+    for (float& v : x) v = normal(rng);
+    return x;
+}
+
+void BM_Gemv(benchmark::State& state, GgmlType type) {
+    const int n_threads = static_cast<int>(state.range(0));
+    const Weights& w = weights_of(type);
+    const std::vector<float> x = activations(1);
+    std::vector<float> y(kDim);
+    minfer::MatmulScratch scratch;
+    auto& pool = pool_of(n_threads);
+    for (auto _ : state) {
+        minfer::matmul(w.view(type), x.data(), 1, y.data(), pool, scratch);
+        benchmark::ClobberMemory();
+    }
+    const double bytes = static_cast<double>(w.bytes.size());
+    state.counters["GB/s"] = benchmark::Counter(
+        static_cast<double>(state.iterations()) * bytes * 1e-9, benchmark::Counter::kIsRate);
+    const double bw = g_bandwidth[n_threads <= 2 ? n_threads : 2];
+    if (bw > 0) {
+        state.counters["%bw"] =
+            benchmark::Counter(static_cast<double>(state.iterations()) * bytes / bw * 100.0,
+                               benchmark::Counter::kIsRate);
+    }
+}
+
+void BM_Gemm(benchmark::State& state, GgmlType type) {
+    const int n_threads = static_cast<int>(state.range(0));
+    constexpr int64_t kTokens = 512;
+    const Weights& w = weights_of(type);
+    const std::vector<float> x = activations(kTokens);
+    std::vector<float> y(static_cast<std::size_t>(kDim * kTokens));
+    minfer::MatmulScratch scratch;
+    auto& pool = pool_of(n_threads);
+    for (auto _ : state) {
+        minfer::matmul(w.view(type), x.data(), kTokens, y.data(), pool, scratch);
+        benchmark::ClobberMemory();
+    }
+    state.counters["GFLOP/s"] = benchmark::Counter(
+        static_cast<double>(state.iterations()) * 2.0 * kDim * kDim * kTokens * 1e-9,
+        benchmark::Counter::kIsRate);
+}
+
+// Records the bandwidth measured by BM_ReadBandwidth for the GEMV percentages.
+class BandwidthReporter : public benchmark::ConsoleReporter {
+  public:
+    void ReportRuns(const std::vector<Run>& runs) override {
+        for (const Run& run : runs) {
+            if (run.benchmark_name().rfind("BM_ReadBandwidth/", 0) == 0 &&
+                !run.aggregate_name.size()) {
+                const int threads = std::stoi(run.benchmark_name().substr(17));
+                auto it = run.counters.find("GB/s");
+                if (it != run.counters.end() && threads >= 1 && threads <= 2) {
+                    g_bandwidth[threads] = it->second.value * 1e9;
+                }
+            }
+        }
+        ConsoleReporter::ReportRuns(runs);
+    }
+};
+
+}  // namespace
+
+BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PeakFma)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PoolDispatch)->Arg(1)->Arg(2)->UseRealTime();
+
+#define MINFER_MATMUL_BENCH(TYPE)                    \
+    BENCHMARK_CAPTURE(BM_Gemv, TYPE, GgmlType::TYPE) \
+        ->Arg(1)                                     \
+        ->Arg(2)                                     \
+        ->UseRealTime()                              \
+        ->Unit(benchmark::kMicrosecond);             \
+    BENCHMARK_CAPTURE(BM_Gemm, TYPE, GgmlType::TYPE) \
+        ->Arg(1)                                     \
+        ->Arg(2)                                     \
+        ->UseRealTime()                              \
+        ->Unit(benchmark::kMillisecond)
+MINFER_MATMUL_BENCH(Q4_0);
+MINFER_MATMUL_BENCH(Q8_0);
+MINFER_MATMUL_BENCH(Q4_K);
+MINFER_MATMUL_BENCH(Q6_K);
+MINFER_MATMUL_BENCH(IQ4_NL);
+MINFER_MATMUL_BENCH(F16);
+
+int main(int argc, char** argv) {
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    BandwidthReporter reporter;
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    benchmark::Shutdown();
+    return 0;
+}

@@ -1,0 +1,157 @@
+#include "core/thread_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <chrono>
+
+#include "core/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace minfer {
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+}
+
+int64_t now_micros() {
+    using namespace std::chrono;
+    return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
+// The CPUs this process may run on, in order.
+std::vector<int> allowed_cpus() {
+    std::vector<int> cpus;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+            if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+        }
+    }
+    return cpus;
+}
+
+// Pinning is a hint: a failure (restricted container) leaves the thread unpinned.
+void pin_thread(pthread_t thread, int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(thread, sizeof(set), &set);
+}
+
+// Waits until `done()` holds: spins, then yields, then (if `sleep` is given) sleeps.
+template <class Done, class Sleep>
+void wait_until(Done done, Sleep sleep) {
+    const int64_t start = now_micros();
+    for (uint32_t i = 1;; ++i) {
+        if (done()) return;
+        cpu_relax();
+        if ((i & 63) != 0) continue;
+        const int64_t waited = now_micros() - start;
+        if (waited < ThreadPool::kSpinMicros) continue;
+        if (waited < ThreadPool::kYieldMicros) {
+            std::this_thread::yield();
+        } else if (sleep()) {
+            return;
+        }
+    }
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads, bool pin_threads) : n_threads_(n_threads) {
+    if (n_threads < 1 || n_threads > 1024) {
+        throw UsageError(concat("thread count must be between 1 and 1024, got ", n_threads));
+    }
+    workers_.reserve(static_cast<size_t>(n_threads - 1));
+    for (int i = 1; i < n_threads; ++i) {
+        workers_.emplace_back([this, i] { worker_loop(i); });
+    }
+    if (pin_threads) {
+        const std::vector<int> cpus = allowed_cpus();
+        if (!cpus.empty()) {
+            pin_thread(pthread_self(), cpus[0]);
+            for (int i = 1; i < n_threads; ++i) {
+                pin_thread(workers_[static_cast<size_t>(i - 1)].native_handle(),
+                           cpus[static_cast<size_t>(i) % cpus.size()]);
+            }
+        }
+    }
+}
+
+ThreadPool::~ThreadPool() {
+    stop_.store(true, std::memory_order_seq_cst);
+    generation_.fetch_add(1, std::memory_order_seq_cst);
+    generation_.notify_all();
+    for (std::thread& worker : workers_) worker.join();
+}
+
+void ThreadPool::record_exception() {
+    std::lock_guard<std::mutex> lock(exception_mutex_);
+    if (!first_exception_) first_exception_ = std::current_exception();
+}
+
+void ThreadPool::run(const Task& fn) {
+    if (running_.exchange(true, std::memory_order_acquire)) {
+        throw UsageError("ThreadPool::run called while the pool is already running a task");
+    }
+    first_exception_ = nullptr;
+    if (n_threads_ > 1) {
+        task_ = &fn;
+        pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+        // seq_cst pairs with the worker's sleepers_ increment: either we see it and notify, or
+        // its wait() sees the new generation and does not block.
+        generation_.fetch_add(1, std::memory_order_seq_cst);
+        if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
+    }
+    try {
+        fn(0, n_threads_);
+    } catch (...) {
+        record_exception();
+    }
+    if (n_threads_ > 1) {
+        // Workers finish within microseconds of us; never sleep here, yield after a while.
+        wait_until([this] { return pending_.load(std::memory_order_acquire) == 0; },
+                   [] {
+                       std::this_thread::yield();
+                       return false;
+                   });
+        task_ = nullptr;
+    }
+    running_.store(false, std::memory_order_release);
+    if (first_exception_) std::rethrow_exception(first_exception_);
+}
+
+void ThreadPool::worker_loop(int thread_index) {
+    // Generation 0 is the pool's state at construction; a run may already have started before
+    // this thread got scheduled, so never read the starting point from generation_.
+    uint32_t seen = 0;
+    for (;;) {
+        wait_until([&] { return generation_.load(std::memory_order_acquire) != seen; },
+                   [&] {
+                       sleepers_.fetch_add(1, std::memory_order_seq_cst);
+                       generation_.wait(seen, std::memory_order_seq_cst);
+                       sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+                       return generation_.load(std::memory_order_acquire) != seen;
+                   });
+        seen = generation_.load(std::memory_order_acquire);
+        if (stop_.load(std::memory_order_acquire)) return;
+        try {
+            (*task_)(thread_index, n_threads_);
+        } catch (...) {
+            record_exception();
+        }
+        pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+}
+
+}  // namespace minfer

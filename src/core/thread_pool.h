@@ -1,0 +1,59 @@
+#pragma once
+// A persistent pool of worker threads for the kernels. `run(fn)` calls fn(thread_index,
+// n_threads) on every thread of the pool (the caller is thread 0) and returns when all calls
+// have returned. Decoding runs hundreds of matmuls per token, each a few tens of microseconds,
+// so dispatch must cost about a microsecond: idle workers spin on an atomic generation counter
+// for a while, then yield, then sleep on a futex (std::atomic::wait) so an idle pool burns no CPU.
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace minfer {
+
+class ThreadPool {
+  public:
+    using Task = std::function<void(int thread_index, int n_threads)>;
+
+    // n_threads >= 1 (the caller counts as one); throws UsageError otherwise or above 1024.
+    // pin_threads binds worker i (and the calling thread, as thread 0) to the i-th CPU this
+    // process may run on, round robin.
+    explicit ThreadPool(int n_threads, bool pin_threads = false);
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const { return n_threads_; }
+
+    // Runs fn on all threads and waits for all of them. If some calls throw, the first exception
+    // is rethrown here after every thread has finished. Not reentrant: fn must not call run on
+    // the same pool (it throws UsageError).
+    void run(const Task& fn);
+
+    // How long a worker spins before yielding, and yields before sleeping (microseconds).
+    static constexpr int64_t kSpinMicros = 300;
+    static constexpr int64_t kYieldMicros = 3000;
+
+  private:
+    void worker_loop(int thread_index);
+    void record_exception();
+
+    int n_threads_;
+    std::vector<std::thread> workers_;
+
+    const Task* task_ = nullptr;           // valid while a run is in flight
+    std::atomic<uint32_t> generation_{0};  // bumped once per run (and at shutdown)
+    std::atomic<int> pending_{0};          // workers still running the current task
+    std::atomic<int> sleepers_{0};         // workers blocked in generation_.wait()
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> running_{false};
+
+    std::mutex exception_mutex_;
+    std::exception_ptr first_exception_;
+};
+
+}  // namespace minfer

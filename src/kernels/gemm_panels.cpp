@@ -1,0 +1,185 @@
+// Weight panels and activation layouts of the GEMM path (see matmul_internal.h). Unpacking is
+// scalar: a panel is unpacked once and then multiplied with every token of the batch.
+
+#include <cstring>
+
+#include "core/half.h"
+#include "kernels/block_unpack.h"
+#include "kernels/matmul_internal.h"
+#include "quant/block_types.h"
+
+namespace minfer::kernels {
+namespace {
+
+constexpr std::size_t align64(std::size_t n) {
+    return (n + 63) & ~std::size_t{63};
+}
+
+}  // namespace
+
+std::size_t int_panel_bytes(GgmlType type, int64_t n_cols) {
+    const UnpackLayout layout = unpack_layout(type);
+    const auto n_sub = static_cast<std::size_t>(n_cols / layout.sub_size);
+    const std::size_t per_sub = n_sub * kPanelRows * 4;
+    return align64(static_cast<std::size_t>(n_cols) * kPanelRows) + 3 * align64(per_sub);
+}
+
+IntPanel int_panel_at(std::byte* memory, GgmlType type, int64_t n_cols) {
+    const UnpackLayout layout = unpack_layout(type);
+    const int64_t n_sub = n_cols / layout.sub_size;
+    const std::size_t per_sub = align64(static_cast<std::size_t>(n_sub) * kPanelRows * 4);
+    std::byte* p = memory;
+    IntPanel panel{};
+    panel.q = reinterpret_cast<int8_t*>(p);
+    p += align64(static_cast<std::size_t>(n_cols) * kPanelRows);
+    panel.wsum = reinterpret_cast<int32_t*>(p);
+    p += per_sub;
+    panel.scale = reinterpret_cast<float*>(p);
+    p += per_sub;
+    panel.offset = reinterpret_cast<float*>(p);
+    panel.n_sub = n_sub;
+    panel.sub_size = layout.sub_size;
+    panel.has_min = layout.has_min;
+    return panel;
+}
+
+void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& panel) {
+    const UnpackLayout layout = unpack_layout(w.type);
+    const int64_t blocks_per_row = w.n_cols / layout.block_values;
+    const int subs_per_block = layout.block_values / layout.sub_size;
+    const std::size_t w_row_bytes = row_size(w.type, w.n_cols);
+    const std::size_t block_bytes = type_size(w.type);
+    const int sub = panel.sub_size;
+    UnpackedBlock block;
+    for (int row = 0; row < kPanelRows; ++row) {
+        const int64_t r = row_begin + row;
+        if (r >= w.n_rows) {
+            for (int64_t s = 0; s < panel.n_sub; ++s) {
+                for (int g = 0; g < sub / 4; ++g) {
+                    std::memset(panel.q + (s * sub / 4 + g) * kPanelRows * 4 + row * 4, 0, 4);
+                }
+                panel.wsum[s * kPanelRows + row] = 0;
+                panel.scale[s * kPanelRows + row] = 0.0f;
+                panel.offset[s * kPanelRows + row] = 0.0f;
+            }
+            continue;
+        }
+        const std::byte* w_row = w.data.data() + static_cast<std::size_t>(r) * w_row_bytes;
+        for (int64_t b = 0; b < blocks_per_row; ++b) {
+            unpack_block(w.type, w_row + static_cast<std::size_t>(b) * block_bytes, block);
+            for (int j = 0; j < subs_per_block; ++j) {
+                const int64_t s = b * subs_per_block + j;
+                const int8_t* q = block.q + j * sub;
+                int32_t qsum = 0;
+                for (int g = 0; g < sub / 4; ++g) {
+                    std::memcpy(panel.q + (s * sub / 4 + g) * kPanelRows * 4 + row * 4, q + g * 4,
+                                4);
+                }
+                for (int i = 0; i < sub; ++i) qsum += q[i];
+                panel.wsum[s * kPanelRows + row] = -128 * qsum;
+                panel.scale[s * kPanelRows + row] = block.d * static_cast<float>(block.scale[j]);
+                panel.offset[s * kPanelRows + row] = -block.dmin * static_cast<float>(block.min[j]);
+            }
+        }
+    }
+}
+
+std::size_t int_activations_bytes(GgmlType weight_type, int64_t n_cols, int64_t n_tokens) {
+    const UnpackLayout layout = unpack_layout(weight_type);
+    const auto n_sub = static_cast<std::size_t>(n_cols / layout.sub_size);
+    const auto tokens = static_cast<std::size_t>(n_tokens);
+    return align64(tokens * static_cast<std::size_t>(n_cols)) +
+           2 * align64(tokens * n_sub * sizeof(float));
+}
+
+IntActivations int_activations_at(std::byte* memory, GgmlType weight_type, int64_t n_cols,
+                                  int64_t n_tokens) {
+    const UnpackLayout layout = unpack_layout(weight_type);
+    const int64_t n_sub = n_cols / layout.sub_size;
+    const auto tokens = static_cast<std::size_t>(n_tokens);
+    IntActivations a{};
+    a.u8 = reinterpret_cast<const uint8_t*>(memory);
+    std::byte* p = memory + align64(tokens * static_cast<std::size_t>(n_cols));
+    a.d = reinterpret_cast<const float*>(p);
+    p += align64(tokens * static_cast<std::size_t>(n_sub) * sizeof(float));
+    a.sum = layout.has_min ? reinterpret_cast<const float*>(p) : nullptr;
+    a.n_cols = n_cols;
+    a.n_sub = n_sub;
+    return a;
+}
+
+void fill_int_activations(GgmlType weight_type, const Activations& act, int64_t n_cols,
+                          int64_t t_begin, int64_t t_end, std::byte* memory) {
+    const UnpackLayout layout = unpack_layout(weight_type);
+    const IntActivations a = int_activations_at(memory, weight_type, n_cols, act.n_tokens);
+    auto* u8 = const_cast<uint8_t*>(a.u8);
+    auto* d = const_cast<float*>(a.d);
+    auto* sum = const_cast<float*>(a.sum);
+    const int sub = layout.sub_size;
+    for (int64_t t = t_begin; t < t_end; ++t) {
+        const std::byte* row = act.data + static_cast<std::size_t>(t) * act.row_bytes;
+        uint8_t* out = u8 + t * n_cols;
+        float* out_d = d + t * a.n_sub;
+        float* out_sum = sum ? sum + t * a.n_sub : nullptr;
+        if (act.type == GgmlType::Q8_K) {
+            const auto* blocks = reinterpret_cast<const block_q8_K*>(row);
+            for (int64_t s = 0; s < a.n_sub; ++s) {
+                const block_q8_K& b = blocks[s * sub / QK_K];
+                const int off = static_cast<int>((s * sub) % QK_K);
+                for (int i = 0; i < sub; ++i) {
+                    out[s * sub + i] = static_cast<uint8_t>(b.qs[off + i] + 128);
+                }
+                out_d[s] = b.d;
+                if (out_sum) {
+                    int32_t bsum = 0;
+                    for (int i = off / 16; i < (off + sub) / 16; ++i) bsum += b.bsums[i];
+                    out_sum[s] = b.d * static_cast<float>(bsum);
+                }
+            }
+        } else {
+            const bool q8_1 = act.type == GgmlType::Q8_1;
+            for (int64_t s = 0; s < a.n_sub; ++s) {
+                const int8_t* qs;
+                if (q8_1) {
+                    const auto& b = reinterpret_cast<const block_q8_1*>(row)[s];
+                    qs = b.qs;
+                    out_d[s] = f16_to_f32(b.d);
+                    if (out_sum) out_sum[s] = f16_to_f32(b.s);
+                } else {
+                    const auto& b = reinterpret_cast<const block_q8_0*>(row)[s];
+                    qs = b.qs;
+                    out_d[s] = f16_to_f32(b.d);
+                }
+                for (int i = 0; i < 32; ++i) out[s * 32 + i] = static_cast<uint8_t>(qs[i] + 128);
+            }
+        }
+    }
+}
+
+std::size_t float_panel_bytes(int64_t n_cols) {
+    return align64(static_cast<std::size_t>(n_cols) * kPanelRows * sizeof(float));
+}
+
+void fill_float_panel(const WeightMatrix& w, int64_t row_begin, float* panel) {
+    const std::size_t w_row_bytes = row_size(w.type, w.n_cols);
+    for (int row = 0; row < kPanelRows; ++row) {
+        const int64_t r = row_begin + row;
+        if (r >= w.n_rows) {
+            for (int64_t k = 0; k < w.n_cols; ++k) panel[k * kPanelRows + row] = 0.0f;
+            continue;
+        }
+        const std::byte* w_row = w.data.data() + static_cast<std::size_t>(r) * w_row_bytes;
+        if (w.type == GgmlType::F32) {
+            const auto* src = reinterpret_cast<const float*>(w_row);
+            for (int64_t k = 0; k < w.n_cols; ++k) panel[k * kPanelRows + row] = src[k];
+        } else {
+            const auto* src = reinterpret_cast<const uint16_t*>(w_row);
+            const bool is_f16 = w.type == GgmlType::F16;
+            for (int64_t k = 0; k < w.n_cols; ++k) {
+                panel[k * kPanelRows + row] = is_f16 ? f16_to_f32(src[k]) : bf16_to_f32(src[k]);
+            }
+        }
+    }
+}
+
+}  // namespace minfer::kernels

@@ -1,0 +1,198 @@
+// GEMM micro-kernels over unpacked panels (matmul_internal.h), compiled once per Highway target.
+// Each output vector holds kPanelRows = 16 rows of one token, so the result row of a token is one
+// contiguous store. AVX-512 uses vpdpbusd (AVX512-VNNI, through inline assembly so that the rest
+// of the target needs no extra compiler flags) or its exact 16-bit emulation; other targets run
+// portable loops that the compiler vectorizes for them.
+
+#include <cstring>
+
+#include "kernels/kernel_path.h"
+#include "kernels/matmul_simd.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/gemm_simd.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace minfer::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// ---- float panels: portable Highway, any vector width ----
+
+template <int T>
+void FloatTile(const float* HWY_RESTRICT panel, const float* HWY_RESTRICT x, int64_t n_cols,
+               int64_t t0, float* HWY_RESTRICT y, int64_t y_stride, int n_valid_rows) {
+    const hn::ScalableTag<float> d;
+    using V = hn::Vec<decltype(d)>;
+    const size_t N = hn::Lanes(d);
+    constexpr size_t kGroup = 4;  // vectors of rows per pass (more than one on narrow targets)
+    HWY_ALIGN float out[kPanelRows];
+    for (size_t r0 = 0; r0 < kPanelRows; r0 += kGroup * N) {
+        const size_t nv = (kPanelRows - r0) / N < kGroup ? (kPanelRows - r0) / N : kGroup;
+        V acc[T][kGroup];
+        for (int t = 0; t < T; ++t) {
+            for (size_t v = 0; v < kGroup; ++v) acc[t][v] = hn::Zero(d);
+        }
+        for (int64_t k = 0; k < n_cols; ++k) {
+            const float* w = panel + k * kPanelRows + r0;
+            for (int t = 0; t < T; ++t) {
+                const V xv = hn::Set(d, x[(t0 + t) * n_cols + k]);
+                for (size_t v = 0; v < nv; ++v) {
+                    acc[t][v] = hn::MulAdd(hn::Load(d, w + v * N), xv, acc[t][v]);
+                }
+            }
+        }
+        for (int t = 0; t < T; ++t) {
+            for (size_t v = 0; v < nv; ++v) hn::Store(acc[t][v], d, out + r0 + v * N);
+            float* dst = y + (t0 + t) * y_stride;
+            for (size_t r = r0; r < r0 + nv * N; ++r) {
+                if (static_cast<int>(r) < n_valid_rows) dst[r] = out[r];
+            }
+        }
+    }
+}
+
+void GemmFloatPanel(const float* panel, const float* x, int64_t n_cols, int64_t n_tokens, float* y,
+                    int64_t y_stride, int n_valid_rows) {
+    int64_t t = 0;
+    for (; t + 8 <= n_tokens; t += 8) FloatTile<8>(panel, x, n_cols, t, y, y_stride, n_valid_rows);
+    for (; t + 4 <= n_tokens; t += 4) FloatTile<4>(panel, x, n_cols, t, y, y_stride, n_valid_rows);
+    for (; t < n_tokens; ++t) FloatTile<1>(panel, x, n_cols, t, y, y_stride, n_valid_rows);
+}
+
+// ---- integer panels ----
+
+#if HWY_TARGET == HWY_AVX3
+
+inline __m512i DpbusdVnni(__m512i acc, __m512i a_u8, __m512i b_s8) {
+    asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a_u8), "v"(b_s8));
+    return acc;
+}
+
+// acc += sum over each 4 bytes of a_u8 * b_s8, exactly, without VNNI.
+inline __m512i DpbusdEmulated(__m512i acc, __m512i a_u8, __m512i b_s8) {
+    const __m512i a_even = _mm512_and_si512(a_u8, _mm512_set1_epi16(0x00FF));
+    const __m512i a_odd = _mm512_srli_epi16(a_u8, 8);
+    const __m512i b_even = _mm512_srai_epi16(_mm512_slli_epi16(b_s8, 8), 8);
+    const __m512i b_odd = _mm512_srai_epi16(b_s8, 8);
+    acc = _mm512_add_epi32(acc, _mm512_madd_epi16(a_even, b_even));
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(a_odd, b_odd));
+}
+
+template <int T, int kSub, bool kVnni>
+void IntTile(const IntPanel& p, const IntActivations& a, int64_t t0, float* y, int64_t y_stride,
+             int n_valid_rows) {
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    const uint8_t* act[T];
+    for (int t = 0; t < T; ++t) act[t] = a.u8 + (t0 + t) * a.n_cols;
+    for (int64_t s = 0; s < p.n_sub; ++s) {
+        const __m512i wsum = _mm512_load_si512(p.wsum + s * kPanelRows);
+        __m512i iacc[T];
+        for (int t = 0; t < T; ++t) iacc[t] = wsum;
+        const int8_t* q = p.q + s * kSub * kPanelRows;
+        for (int g = 0; g < kSub / 4; ++g) {
+            const __m512i wv = _mm512_load_si512(q + g * 64);
+            for (int t = 0; t < T; ++t) {
+                int32_t four;
+                std::memcpy(&four, act[t] + s * kSub + g * 4, 4);
+                const __m512i av = _mm512_set1_epi32(four);
+                iacc[t] = kVnni ? DpbusdVnni(iacc[t], av, wv) : DpbusdEmulated(iacc[t], av, wv);
+            }
+        }
+        const __m512 scale = _mm512_load_ps(p.scale + s * kPanelRows);
+        for (int t = 0; t < T; ++t) {
+            const __m512 sd = _mm512_mul_ps(scale, _mm512_set1_ps(a.d[(t0 + t) * a.n_sub + s]));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(iacc[t]), sd, acc[t]);
+        }
+        if (p.has_min) {
+            const __m512 offset = _mm512_load_ps(p.offset + s * kPanelRows);
+            for (int t = 0; t < T; ++t) {
+                acc[t] =
+                    _mm512_fmadd_ps(offset, _mm512_set1_ps(a.sum[(t0 + t) * a.n_sub + s]), acc[t]);
+            }
+        }
+    }
+    const __mmask16 mask = static_cast<__mmask16>((1u << n_valid_rows) - 1u);
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * y_stride, mask, acc[t]);
+}
+
+template <int kSub, bool kVnni>
+void IntPanelAllTokens(const IntPanel& p, const IntActivations& a, int64_t n_tokens, float* y,
+                       int64_t y_stride, int n_valid_rows) {
+    int64_t t = 0;
+    for (; t + 8 <= n_tokens; t += 8) IntTile<8, kSub, kVnni>(p, a, t, y, y_stride, n_valid_rows);
+    for (; t + 4 <= n_tokens; t += 4) IntTile<4, kSub, kVnni>(p, a, t, y, y_stride, n_valid_rows);
+    for (; t + 2 <= n_tokens; t += 2) IntTile<2, kSub, kVnni>(p, a, t, y, y_stride, n_valid_rows);
+    for (; t < n_tokens; ++t) IntTile<1, kSub, kVnni>(p, a, t, y, y_stride, n_valid_rows);
+}
+
+void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t n_tokens, float* y,
+                  int64_t y_stride, int n_valid_rows) {
+    const bool vnni = x86_vnni_available();
+    if (p.sub_size == 32) {
+        if (vnni) return IntPanelAllTokens<32, true>(p, a, n_tokens, y, y_stride, n_valid_rows);
+        return IntPanelAllTokens<32, false>(p, a, n_tokens, y, y_stride, n_valid_rows);
+    }
+    if (vnni) return IntPanelAllTokens<16, true>(p, a, n_tokens, y, y_stride, n_valid_rows);
+    return IntPanelAllTokens<16, false>(p, a, n_tokens, y, y_stride, n_valid_rows);
+}
+
+#else  // portable loops
+
+void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t n_tokens, float* y,
+                  int64_t y_stride, int n_valid_rows) {
+    const int sub = p.sub_size;
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const uint8_t* act = a.u8 + t * a.n_cols;
+        float acc[kPanelRows] = {};
+        for (int64_t s = 0; s < p.n_sub; ++s) {
+            int32_t iacc[kPanelRows];
+            for (int r = 0; r < kPanelRows; ++r) iacc[r] = p.wsum[s * kPanelRows + r];
+            const int8_t* q = p.q + s * sub * kPanelRows;
+            for (int g = 0; g < sub / 4; ++g) {
+                const uint8_t* a4 = act + s * sub + g * 4;
+                for (int r = 0; r < kPanelRows; ++r) {
+                    const int8_t* w4 = q + g * 64 + r * 4;
+                    iacc[r] += a4[0] * w4[0] + a4[1] * w4[1] + a4[2] * w4[2] + a4[3] * w4[3];
+                }
+            }
+            const float ad = a.d[t * a.n_sub + s];
+            for (int r = 0; r < kPanelRows; ++r) {
+                acc[r] += static_cast<float>(iacc[r]) * (p.scale[s * kPanelRows + r] * ad);
+            }
+            if (p.has_min) {
+                const float as = a.sum[t * a.n_sub + s];
+                for (int r = 0; r < kPanelRows; ++r) acc[r] += p.offset[s * kPanelRows + r] * as;
+            }
+        }
+        for (int r = 0; r < n_valid_rows; ++r) y[t * y_stride + r] = acc[r];
+    }
+}
+
+#endif
+
+}  // namespace HWY_NAMESPACE
+}  // namespace minfer::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace minfer::kernels {
+
+HWY_EXPORT(GemmIntPanel);
+HWY_EXPORT(GemmFloatPanel);
+
+void gemm_int_panel_simd(const IntPanel& panel, const IntActivations& act, int64_t n_tokens,
+                         float* y, int64_t y_stride, int n_valid_rows) {
+    HWY_DYNAMIC_DISPATCH(GemmIntPanel)(panel, act, n_tokens, y, y_stride, n_valid_rows);
+}
+
+void gemm_float_panel_simd(const float* panel, const float* x, int64_t n_cols, int64_t n_tokens,
+                           float* y, int64_t y_stride, int n_valid_rows) {
+    HWY_DYNAMIC_DISPATCH(GemmFloatPanel)(panel, x, n_cols, n_tokens, y, y_stride, n_valid_rows);
+}
+
+}  // namespace minfer::kernels
+#endif

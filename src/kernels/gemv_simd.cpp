@@ -1,0 +1,402 @@
+// GEMV kernels (one token at a time), compiled once per Highway target. Memory-bound: each weight
+// byte is read once per token while the activation row stays in L1. On AVX2 and AVX-512 the hot
+// types (Q4_0, Q8_0, IQ4_NL, Q4_K, Q6_K, F16, BF16, F32) have kernels on 256-bit vectors (on
+// Zen 4 a 512-bit operation costs two 256-bit ones, and 256 bits match the 32-value blocks);
+// AVX-512 adds vpdpbusd (VNNI) through inline assembly. Other types and targets report "not
+// handled" and the caller runs the scalar reference.
+
+#include <cstring>
+#include <vector>
+
+#include "core/half.h"
+#include "kernels/kernel_path.h"
+#include "kernels/matmul_simd.h"
+#include "quant/block_types.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/gemv_simd.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace minfer::kernels {
+namespace HWY_NAMESPACE {
+
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+
+// Sum of the 8 lanes.
+inline float HorizontalSum(__m256 v) {
+    const __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 pairs = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    return _mm_cvtss_f32(_mm_add_ss(pairs, _mm_movehdup_ps(pairs)));
+}
+
+inline float HalfToFloat(uint16_t h) {
+    return _cvtsh_ss(h);
+}
+
+// acc + sums of 4 products u8 x s8 per 32-bit lane; u must be <= 127 without VNNI (the 16-bit
+// pair sums of vpmaddubsw saturate above that).
+template <bool kVnni>
+inline __m256i DotU8S8(__m256i acc, __m256i u, __m256i s) {
+#if HWY_TARGET == HWY_AVX3
+    if constexpr (kVnni) {
+        asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "v"(s));
+        return acc;
+    }
+#endif
+    const __m256i pairs = _mm256_maddubs_epi16(u, s);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+// Signed x signed through |w| and sign(a, w): |w| <= 128, so no saturation.
+template <bool kVnni>
+inline __m256i DotS8S8(__m256i acc, __m256i w, __m256i a) {
+    return DotU8S8<kVnni>(acc, _mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
+}
+
+// 32 nibbles of a 16-byte block in element order: low nibbles (elements 0-15), then high.
+inline __m256i Nibbles32(const uint8_t* qs) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+    const __m256i both =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(packed), _mm_srli_epi16(packed, 4), 1);
+    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+
+inline __m256i Load256(const void* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// Per-call view of Q8_0 activations: block scales as f32 and -8 * sum(q) per block (the
+// correction for Q4_0's offset of 8 when its nibbles are used unsigned).
+struct Q8_0View {
+    const block_q8_0* blocks;
+    std::vector<float> d;
+    std::vector<int32_t> neg8_sum;
+};
+
+void PrepareQ8_0(const std::byte* row, int64_t n_blocks, Q8_0View& v) {
+    v.blocks = reinterpret_cast<const block_q8_0*>(row);
+    v.d.resize(static_cast<std::size_t>(n_blocks));
+    v.neg8_sum.resize(static_cast<std::size_t>(n_blocks));
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        v.d[b] = HalfToFloat(v.blocks[b].d);
+        int32_t sum = 0;
+        for (int i = 0; i < 32; ++i) sum += v.blocks[b].qs[i];
+        v.neg8_sum[b] = -8 * sum;
+    }
+}
+
+template <bool kVnni>
+float DotQ4_0(const block_q4_0* w, const Q8_0View& a, int64_t n_blocks) {
+    __m256 acc0 = _mm256_setzero_ps();
+    __m256 acc1 = _mm256_setzero_ps();
+    float correction = 0.0f;
+    int64_t b = 0;
+    for (; b + 2 <= n_blocks; b += 2) {
+        _mm_prefetch(reinterpret_cast<const char*>(w + b) + 512, _MM_HINT_T0);
+        const __m256i p0 =
+            DotU8S8<kVnni>(_mm256_setzero_si256(), Nibbles32(w[b].qs), Load256(a.blocks[b].qs));
+        const __m256i p1 = DotU8S8<kVnni>(_mm256_setzero_si256(), Nibbles32(w[b + 1].qs),
+                                          Load256(a.blocks[b + 1].qs));
+        const float s0 = HalfToFloat(w[b].d) * a.d[b];
+        const float s1 = HalfToFloat(w[b + 1].d) * a.d[b + 1];
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(s0), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(s1), acc1);
+        correction +=
+            s0 * static_cast<float>(a.neg8_sum[b]) + s1 * static_cast<float>(a.neg8_sum[b + 1]);
+    }
+    for (; b < n_blocks; ++b) {
+        const __m256i p =
+            DotU8S8<kVnni>(_mm256_setzero_si256(), Nibbles32(w[b].qs), Load256(a.blocks[b].qs));
+        const float s = HalfToFloat(w[b].d) * a.d[b];
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc0);
+        correction += s * static_cast<float>(a.neg8_sum[b]);
+    }
+    return HorizontalSum(_mm256_add_ps(acc0, acc1)) + correction;
+}
+
+// Q8_0 and IQ4_NL: signed weights (IQ4_NL's through a 16-entry table lookup).
+template <bool kVnni, bool kIq4Nl, class Block>
+float DotSigned32(const Block* w, const Q8_0View& a, int64_t n_blocks) {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kvalues_iq4nl)));
+    __m256 acc0 = _mm256_setzero_ps();
+    __m256 acc1 = _mm256_setzero_ps();
+    auto weights = [&](int64_t b) {
+        if constexpr (kIq4Nl) {
+            return _mm256_shuffle_epi8(table, Nibbles32(w[b].qs));
+        } else {
+            return Load256(w[b].qs);
+        }
+    };
+    int64_t b = 0;
+    for (; b + 2 <= n_blocks; b += 2) {
+        _mm_prefetch(reinterpret_cast<const char*>(w + b) + 512, _MM_HINT_T0);
+        const __m256i p0 =
+            DotS8S8<kVnni>(_mm256_setzero_si256(), weights(b), Load256(a.blocks[b].qs));
+        const __m256i p1 =
+            DotS8S8<kVnni>(_mm256_setzero_si256(), weights(b + 1), Load256(a.blocks[b + 1].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(HalfToFloat(w[b].d) * a.d[b]),
+                               acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1),
+                               _mm256_set1_ps(HalfToFloat(w[b + 1].d) * a.d[b + 1]), acc1);
+    }
+    for (; b < n_blocks; ++b) {
+        const __m256i p =
+            DotS8S8<kVnni>(_mm256_setzero_si256(), weights(b), Load256(a.blocks[b].qs));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(HalfToFloat(w[b].d) * a.d[b]),
+                               acc0);
+    }
+    return HorizontalSum(_mm256_add_ps(acc0, acc1));
+}
+
+// The 8 six-bit scales (bytes 0-7) and mins (bytes 8-15) of a Q4_K / Q5_K super-block.
+inline void KScalesMins(const uint8_t* packed, uint8_t out[16]) {
+    uint32_t u[4];
+    std::memcpy(u, packed, 12);
+    constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
+    u[3] = ((u[2] >> 4) & kLow4) | (((u[1] >> 6) & kLow2) << 4);
+    const uint32_t mins_low = u[1] & kLow6;
+    u[1] = (u[2] & kLow4) | (((u[0] >> 6) & kLow2) << 4);
+    u[2] = mins_low;
+    u[0] &= kLow6;
+    std::memcpy(out, u, 16);
+}
+
+// Q4_K against Q8_K: per sub-block of 32, vpmaddubsw then vpmaddwd with the sub-block's scale
+// (instead of 1), so the scales cost nothing extra; mins through the activation's bsums.
+float DotQ4_K(const block_q4_K* w, const block_q8_K* a, int64_t n_blocks) {
+    __m256 acc = _mm256_setzero_ps();
+    float min_total = 0.0f;
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        _mm_prefetch(reinterpret_cast<const char*>(w + b) + 576, _MM_HINT_T0);
+        uint8_t sm[16];
+        KScalesMins(w[b].scales, sm);
+        int32_t min_sum = 0;
+        for (int j = 0; j < 8; ++j)
+            min_sum += sm[8 + j] * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
+        __m256i isum = _mm256_setzero_si256();
+        for (int j = 0; j < 4; ++j) {
+            const __m256i q = Load256(w[b].qs + 32 * j);
+            const __m256i lo = _mm256_and_si256(q, low4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            const __m256i p_lo = _mm256_maddubs_epi16(lo, Load256(a[b].qs + 64 * j));
+            const __m256i p_hi = _mm256_maddubs_epi16(hi, Load256(a[b].qs + 64 * j + 32));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p_lo, _mm256_set1_epi16(sm[2 * j])));
+            isum =
+                _mm256_add_epi32(isum, _mm256_madd_epi16(p_hi, _mm256_set1_epi16(sm[2 * j + 1])));
+        }
+        const float d = HalfToFloat(w[b].d) * a[b].d;
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d), acc);
+        min_total += HalfToFloat(w[b].dmin) * a[b].d * static_cast<float>(min_sum);
+    }
+    return HorizontalSum(acc) - min_total;
+}
+
+// Q6_K against Q8_K: 6-bit values used unsigned (0..63) with the offset of 32 folded into
+// -32 * sum(scale * bsum); scales of two sub-blocks of 16 per 32-value vector.
+float DotQ6_K(const block_q6_K* w, const block_q8_K* a, int64_t n_blocks) {
+    __m256 acc = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i bits45 = _mm256_set1_epi8(0x30);
+    // Byte shuffles that spread scale 2k over 8 lanes and 2k + 1 over the next 8.
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        _mm_prefetch(reinterpret_cast<const char*>(w + b) + 640, _MM_HINT_T0);
+        const int8_t* scales = w[b].scales;
+        int32_t offset_sum = 0;
+        for (int j = 0; j < 16; ++j) offset_sum += scales[j] * a[b].bsums[j];
+        __m256i isum = _mm256_setzero_si256();
+        for (int half = 0; half < 2; ++half) {
+            const uint8_t* ql = w[b].ql + 64 * half;
+            const uint8_t* qh = w[b].qh + 32 * half;
+            const int8_t* q8 = a[b].qs + 128 * half;
+            const int8_t* sc = scales + 8 * half;
+            const __m256i l0 = Load256(ql);
+            const __m256i l1 = Load256(ql + 32);
+            const __m256i h = Load256(qh);
+            const __m256i q[4] = {
+                _mm256_or_si256(_mm256_and_si256(l0, low4),
+                                _mm256_and_si256(_mm256_slli_epi16(h, 4), bits45)),
+                _mm256_or_si256(_mm256_and_si256(l1, low4),
+                                _mm256_and_si256(_mm256_slli_epi16(h, 2), bits45)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                                _mm256_and_si256(h, bits45)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                                _mm256_and_si256(_mm256_srli_epi16(h, 2), bits45))};
+            for (int k = 0; k < 4; ++k) {
+                const __m256i p = _mm256_maddubs_epi16(q[k], Load256(q8 + 32 * k));
+                const __m256i s =
+                    _mm256_setr_m128i(_mm_set1_epi16(sc[2 * k]), _mm_set1_epi16(sc[2 * k + 1]));
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, s));
+            }
+        }
+        const float d = HalfToFloat(w[b].d) * a[b].d;
+        const __m256i corrected =
+            _mm256_add_epi32(isum, _mm256_setr_epi32(-32 * offset_sum, 0, 0, 0, 0, 0, 0, 0));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(corrected), _mm256_set1_ps(d), acc);
+    }
+    return HorizontalSum(acc);
+}
+
+// Float weights against f32 activations (already rounded to f16/bf16 where ggml does that).
+template <GgmlType kType>
+float DotFloat(const std::byte* w_row, const float* x, int64_t n) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
+    auto load = [&](int64_t i) {
+        if constexpr (kType == GgmlType::F32) {
+            return _mm256_loadu_ps(reinterpret_cast<const float*>(w_row) + i);
+        } else {
+            const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w_row) + i / 8);
+            if constexpr (kType == GgmlType::F16) {
+                return _mm256_cvtph_ps(h);
+            } else {
+                return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+            }
+        }
+    };
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        _mm_prefetch(
+            reinterpret_cast<const char*>(w_row) + (i + 256) * (kType == GgmlType::F32 ? 4 : 2),
+            _MM_HINT_T0);
+        for (int k = 0; k < 4; ++k) {
+            acc[k] = _mm256_fmadd_ps(load(i + 8 * k), _mm256_loadu_ps(x + i + 8 * k), acc[k]);
+        }
+    }
+    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(load(i), _mm256_loadu_ps(x + i), acc[0]);
+    float sum =
+        HorizontalSum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; ++i) {
+        const auto* bytes = w_row;
+        float wi;
+        if constexpr (kType == GgmlType::F32) {
+            std::memcpy(&wi, bytes + i * 4, 4);
+        } else {
+            uint16_t h;
+            std::memcpy(&h, bytes + i * 2, 2);
+            wi = kType == GgmlType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+        }
+        sum += wi * x[i];
+    }
+    return sum;
+}
+
+template <bool kVnni>
+bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int64_t r1, float* y) {
+    const std::size_t row_bytes = row_size(w.type, w.n_cols);
+    const std::byte* base = w.data.data();
+    const int64_t n_blocks32 = w.n_cols / 32;
+    const int64_t n_blocks256 = w.n_cols / QK_K;
+    thread_local Q8_0View q8_0;
+    for (int64_t t = 0; t < act.n_tokens; ++t) {
+        const std::byte* a_row = act.data + static_cast<std::size_t>(t) * act.row_bytes;
+        float* yt = y + t * w.n_rows;
+        const auto* a_k = reinterpret_cast<const block_q8_K*>(a_row);
+        const auto* a_f = reinterpret_cast<const float*>(a_row);
+        switch (w.type) {
+            case GgmlType::Q4_0:
+            case GgmlType::Q8_0:
+            case GgmlType::IQ4_NL:
+                PrepareQ8_0(a_row, n_blocks32, q8_0);
+                break;
+            default:
+                break;
+        }
+        for (int64_t r = r0; r < r1; ++r) {
+            const std::byte* row = base + static_cast<std::size_t>(r) * row_bytes;
+            switch (w.type) {
+                case GgmlType::Q4_0:
+                    yt[r] =
+                        DotQ4_0<kVnni>(reinterpret_cast<const block_q4_0*>(row), q8_0, n_blocks32);
+                    break;
+                case GgmlType::Q8_0:
+                    yt[r] = DotSigned32<kVnni, false>(reinterpret_cast<const block_q8_0*>(row),
+                                                      q8_0, n_blocks32);
+                    break;
+                case GgmlType::IQ4_NL:
+                    yt[r] = DotSigned32<kVnni, true>(reinterpret_cast<const block_iq4_nl*>(row),
+                                                     q8_0, n_blocks32);
+                    break;
+                case GgmlType::Q4_K:
+                    yt[r] = DotQ4_K(reinterpret_cast<const block_q4_K*>(row), a_k, n_blocks256);
+                    break;
+                case GgmlType::Q6_K:
+                    yt[r] = DotQ6_K(reinterpret_cast<const block_q6_K*>(row), a_k, n_blocks256);
+                    break;
+                case GgmlType::F16:
+                    yt[r] = DotFloat<GgmlType::F16>(row, a_f, w.n_cols);
+                    break;
+                case GgmlType::BF16:
+                    yt[r] = DotFloat<GgmlType::BF16>(row, a_f, w.n_cols);
+                    break;
+                case GgmlType::F32:
+                    yt[r] = DotFloat<GgmlType::F32>(row, a_f, w.n_cols);
+                    break;
+                default:
+                    return false;
+            }
+        }
+    }
+    return true;
+}
+
+bool GemvHandles(GgmlType type) {
+    switch (type) {
+        case GgmlType::Q4_0:
+        case GgmlType::Q8_0:
+        case GgmlType::IQ4_NL:
+        case GgmlType::Q4_K:
+        case GgmlType::Q6_K:
+        case GgmlType::F16:
+        case GgmlType::BF16:
+        case GgmlType::F32:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool GemvRows(const WeightMatrix& w, const Activations& act, int64_t row_begin, int64_t row_end,
+              float* y) {
+    if (!GemvHandles(w.type)) return false;
+#if HWY_TARGET == HWY_AVX3
+    if (x86_vnni_available()) return GemvRowsImpl<true>(w, act, row_begin, row_end, y);
+#endif
+    return GemvRowsImpl<false>(w, act, row_begin, row_end, y);
+}
+
+#else  // no hand-written kernels for this target
+
+bool GemvHandles(GgmlType) {
+    return false;
+}
+bool GemvRows(const WeightMatrix&, const Activations&, int64_t, int64_t, float*) {
+    return false;
+}
+
+#endif
+
+}  // namespace HWY_NAMESPACE
+}  // namespace minfer::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace minfer::kernels {
+
+HWY_EXPORT(GemvRows);
+HWY_EXPORT(GemvHandles);
+
+bool gemv_simd_handles(GgmlType type) {
+    return HWY_DYNAMIC_DISPATCH(GemvHandles)(type);
+}
+
+bool gemv_rows_simd(const WeightMatrix& w, const Activations& act, int64_t row_begin,
+                    int64_t row_end, float* y) {
+    return HWY_DYNAMIC_DISPATCH(GemvRows)(w, act, row_begin, row_end, y);
+}
+
+}  // namespace minfer::kernels
+#endif

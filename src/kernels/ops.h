@@ -1,0 +1,61 @@
+#pragma once
+// The non-matmul operations of a transformer forward pass, on f32 rows, with ggml's arithmetic
+// (so that minfer's activations track llama.cpp's): where ggml accumulates in double, so do we.
+
+#include <cstdint>
+#include <span>
+
+#include "kernels/matmul.h"
+
+namespace minfer {
+
+// y = x * 1 / sqrt(mean(x^2) + eps) (* weight[i] when weight is not null). The sum of squares of
+// f32 products is accumulated in double, as ggml does. y may alias x.
+void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
+
+enum class RopeStyle {
+    kNormal,  // rotates adjacent pairs (x[2i], x[2i+1]) (llama)
+    kNeox,    // rotates (x[i], x[i + n_dims/2]) (qwen2, neox)
+};
+
+struct RopeConfig {
+    RopeStyle style = RopeStyle::kNormal;
+    int64_t head_dim = 0;  // values per head
+    int64_t n_dims = 0;    // leading values of each head that rotate (<= head_dim, even); the rest
+                           // pass through unchanged
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;  // linear scaling: positions are multiplied by it
+};
+
+// Rotates x = [n_tokens][n_heads][head_dim] in place; token t is at position positions[t]. For
+// pair i: theta = positions[t] * freq_scale * freq_base^(-2i / n_dims), computed as ggml does
+// (theta_scale = powf(base, -2 / n_dims) multiplied in once per pair). Throws UsageError for an
+// inconsistent config.
+void rope(float* x, int64_t n_tokens, int64_t n_heads, std::span<const int32_t> positions,
+          const RopeConfig& config);
+
+// In place: x[i] = softmax(x * scale + mask)[i] over n values; mask (may be null) holds 0 or
+// -INFINITY (or any additive bias). A row masked entirely becomes all zeros.
+void softmax(float* x, int64_t n, float scale = 1.0f, const float* mask = nullptr);
+
+// y = x / (1 + exp(-x)). y may alias x.
+void silu(const float* x, float* y, int64_t n);
+// GELU, tanh approximation, through ggml's f16 table: y = f16(gelu(f16(x))) for |x| < 10,
+// 0 below -10 and x above 10. y may alias x.
+void gelu(const float* x, float* y, int64_t n);
+// out = silu(gate) * up. out may alias gate or up.
+void swiglu(const float* gate, const float* up, float* out, int64_t n);
+
+// out = a + b, out = a * b (elementwise; out may alias a or b).
+void add(const float* a, const float* b, float* out, int64_t n);
+void mul(const float* a, const float* b, float* out, int64_t n);
+
+// Embedding lookup: row ids[i] of `table` (any type dequantize_row handles) into
+// out[i * n_cols ...]. Throws UsageError naming the id if one is outside [0, n_rows).
+void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out);
+
+// Row conversions with ggml's rounding (round to nearest even).
+void convert_f32_to_f16(const float* x, uint16_t* y, int64_t n);
+void convert_f16_to_f32(const uint16_t* x, float* y, int64_t n);
+
+}  // namespace minfer

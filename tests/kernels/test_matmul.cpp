@@ -1,0 +1,254 @@
+// matmul against ggml's own dequantization (from the fixture), for every weight type, every
+// kernel path this machine has (scalar reference, each Highway target, AVX-512 with and without
+// VNNI), GEMV and GEMM, and shapes that do not divide the tiles.
+//
+// Tolerance. matmul multiplies the weights exactly as stored but first rounds x to the
+// activation type, as ggml does; the reference multiplies ggml's dequantized weights with the
+// unrounded x in double. So the difference is sum_i w_i * (xq_i - x_i) plus float rounding:
+//   * Q8_0 / Q8_1 (blocks of 32): d = amax / 127 is stored as f16, and q = round(x * 127 / amax),
+//     so |xq_i - x_i| <= e = d * (0.5 + 127 * 2^-11) (half a step, plus 127 steps of the f16
+//     rounding of d). Q8_1's block sum s is also rounded to f16 and multiplies the block's
+//     offset m: at most |m| * 4.1 d more, with |m| <= max |w_i| of the block (m is the value of
+//     the block's q = 0).
+//   * Q8_K (blocks of 256): d = amax / 127 in f32, |xq_i - x_i| <= d / 2 (times 1.001).
+//   * F16 / BF16: |xq_i - x_i| <= |x_i| * 2^-11 / 2^-8; F32: exact.
+//   * Float rounding of the kernels' sums: 2^-16 * sum |w_i x_i|.
+// Every output must be within that worst case. The worst case is loose (errors cancel), so the
+// root mean square error over all outputs must also stay below 2x its expected value under
+// rounding noise (independent, uniform over one step: variance step^2 / 12 per element).
+// Finally each SIMD path must agree with the scalar reference (same quantized activations) to
+// float rounding: 2^-13 * sum |w_i x_i|.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/fixtures.h"
+#include "core/thread_pool.h"
+#include "hwy/targets.h"
+#include "kernels/activation_quant.h"
+#include "kernels/kernel_path.h"
+#include "kernels/matmul.h"
+#include "quant_fixture.h"
+
+namespace minfer {
+namespace {
+
+using test::TestMatrix;
+
+struct Path {
+    std::string name;
+    int64_t hwy_target;  // 0 for the scalar reference
+    bool extensions;
+};
+
+std::vector<Path> kernel_paths() {
+    std::vector<Path> paths = {{"scalar", 0, true}};
+    for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        paths.push_back({hwy::TargetName(target), target, true});
+        if (target == HWY_AVX3 && x86_vnni_available()) {
+            paths.push_back({"AVX3-without-VNNI", target, false});
+        }
+    }
+    return paths;
+}
+
+void select_path(const Path& path) {
+    set_kernel_path(path.hwy_target == 0 ? KernelPath::kScalar : KernelPath::kBest);
+    hwy::SetSupportedTargetsForTest(path.hwy_target);
+    set_x86_extensions_enabled(path.extensions);
+}
+
+void reset_path() {
+    set_kernel_path(KernelPath::kBest);
+    hwy::SetSupportedTargetsForTest(0);
+    set_x86_extensions_enabled(true);
+}
+
+std::vector<float> make_activations(int64_t n_tokens, int64_t n_cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<std::size_t>(n_tokens * n_cols));
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        x[i] = normal(rng);
+        if (i % 509 == 5) x[i] *= 6.0f;    // rare outliers, as real activations have
+        if (i % 211 < 32) x[i] *= 0.001f;  // some nearly-zero blocks
+    }
+    return x;
+}
+
+// Per-element bound and noise step of the activation rounding (see the header comment).
+struct ActivationError {
+    std::vector<double> bound;    // |xq_i - x_i| <= bound[i]
+    std::vector<double> step;     // rounding step at i (noise variance step^2 / 12)
+    std::vector<double> block_d;  // Q8_1 only: d of the block of each element
+};
+
+ActivationError activation_error(GgmlType weight_type, const float* x, int64_t n) {
+    ActivationError e;
+    e.bound.resize(static_cast<std::size_t>(n));
+    e.step.resize(static_cast<std::size_t>(n));
+    const GgmlType act = activation_type(weight_type);
+    if (act == GgmlType::F32 || act == GgmlType::F16 || act == GgmlType::BF16) {
+        const double rel = act == GgmlType::F32 ? 0.0 : act == GgmlType::F16 ? 0x1p-11 : 0x1p-8;
+        for (int64_t i = 0; i < n; ++i) {
+            e.bound[i] = std::fabs(x[i]) * rel;
+            e.step[i] = 2.0 * e.bound[i];
+        }
+        return e;
+    }
+    const int64_t block = act == GgmlType::Q8_K ? 256 : 32;
+    if (act == GgmlType::Q8_1) e.block_d.resize(static_cast<std::size_t>(n));
+    for (int64_t b = 0; b < n; b += block) {
+        double amax = 0.0;
+        for (int64_t i = b; i < b + block; ++i) amax = std::fmax(amax, std::fabs(x[i]));
+        const double d = amax / 127.0;
+        const double bound =
+            act == GgmlType::Q8_K ? d * 0.5 * 1.001 : d * (0.5 + 127.0 * 0x1p-11) * 1.001;
+        for (int64_t i = b; i < b + block; ++i) {
+            e.bound[i] = bound;
+            e.step[i] = d;
+            if (!e.block_d.empty()) e.block_d[i] = d;
+        }
+    }
+    return e;
+}
+
+struct Reference {
+    std::vector<double> value, worst, variance, abs_sum;  // [n_tokens][n_rows]
+};
+
+Reference reference(const TestMatrix& m, const std::vector<float>& x, int64_t n_tokens) {
+    Reference ref;
+    const auto outputs = static_cast<std::size_t>(n_tokens * m.n_rows);
+    ref.value.resize(outputs);
+    ref.worst.resize(outputs);
+    ref.variance.resize(outputs);
+    ref.abs_sum.resize(outputs);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const float* xt = x.data() + t * m.n_cols;
+        const ActivationError e = activation_error(m.type, xt, m.n_cols);
+        for (int64_t r = 0; r < m.n_rows; ++r) {
+            const float* w = m.values.data() + r * m.n_cols;
+            double sum = 0, worst = 0, variance = 0, abs_sum = 0, block_max_w = 0;
+            for (int64_t i = 0; i < m.n_cols; ++i) {
+                const double wi = w[i];
+                sum += wi * xt[i];
+                abs_sum += std::fabs(wi * xt[i]);
+                worst += std::fabs(wi) * e.bound[i];
+                variance += wi * wi * e.step[i] * e.step[i] / 12.0;
+                if (!e.block_d.empty()) {
+                    block_max_w = std::fmax(block_max_w, std::fabs(wi));
+                    if (i % 32 == 31) {
+                        worst += block_max_w * 4.1 * e.block_d[i];
+                        block_max_w = 0;
+                    }
+                }
+            }
+            const std::size_t o = static_cast<std::size_t>(t * m.n_rows + r);
+            ref.value[o] = sum;
+            ref.worst[o] = worst + 0x1p-16 * abs_sum + 1e-30;
+            ref.variance[o] = variance;
+            ref.abs_sum[o] = abs_sum;
+        }
+    }
+    return ref;
+}
+
+struct Shape {
+    int64_t rows, tokens, cols;
+};
+
+// Shapes that do not divide the 16-row panels or the 8/4/2-token tiles: 1, 7 and 4097 rows,
+// batches of 1, 2, 17 and 67.
+const std::vector<Shape>& shapes() {
+    static const std::vector<Shape> s = {
+        {1, 1, 512},  {7, 1, 512},   {4097, 1, 256},  {1, 2, 512},  {7, 2, 768},  {4097, 2, 256},
+        {7, 17, 512}, {33, 17, 512}, {4097, 17, 256}, {1, 67, 256}, {7, 67, 512}, {33, 67, 256}};
+    return s;
+}
+
+class MatmulTest : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(MatmulTest, AgreesWithGgmlDequantizationOnEveryPath) {
+    MINFER_REQUIRE_FIXTURE(path, "quant/quant-fixtures.gguf");
+    const test::QuantFixture fixture(path.string());
+    const GgmlType type = GetParam();
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    const std::vector<Path> paths = kernel_paths();
+
+    for (const Shape& shape : shapes()) {
+        const TestMatrix m = fixture.make_matrix(type, shape.rows, shape.cols);
+        const std::vector<float> x = make_activations(
+            shape.tokens, shape.cols, static_cast<uint32_t>(shape.rows * 31 + shape.tokens));
+        const Reference ref = reference(m, x, shape.tokens);
+        const std::size_t outputs = ref.value.size();
+        std::vector<float> scalar_y;
+        for (const Path& p : paths) {
+            SCOPED_TRACE(::testing::Message()
+                         << type_name(type) << " " << p.name << " rows " << shape.rows << " tokens "
+                         << shape.tokens << " cols " << shape.cols);
+            select_path(p);
+            std::vector<float> y(outputs, -12345.0f);
+            matmul(m.view(), x.data(), shape.tokens, y.data(), pool, scratch);
+            reset_path();
+
+            double err2 = 0, var = 0;
+            int failures = 0;
+            for (std::size_t o = 0; o < outputs; ++o) {
+                const double err = y[o] - ref.value[o];
+                err2 += err * err;
+                var += ref.variance[o] + std::pow(0x1p-20 * ref.abs_sum[o], 2);
+                if (!(std::fabs(err) <= ref.worst[o]) && failures++ < 3) {
+                    ADD_FAILURE() << "output " << o << ": got " << y[o] << ", reference "
+                                  << ref.value[o] << ", bound " << ref.worst[o];
+                }
+            }
+            EXPECT_EQ(failures, 0);
+            if (outputs >= 16) {
+                EXPECT_LE(std::sqrt(err2), 2.0 * std::sqrt(var) + 1e-30)
+                    << "rms error above twice the expected rounding noise";
+            }
+            if (p.hwy_target == 0) {
+                scalar_y = y;
+            } else {
+                for (std::size_t o = 0; o < outputs; ++o) {
+                    const double tol = 0x1p-13 * ref.abs_sum[o] + 1e-30;
+                    if (!(std::fabs(y[o] - scalar_y[o]) <= tol)) {
+                        ADD_FAILURE()
+                            << "output " << o << " differs from the scalar reference: " << y[o]
+                            << " vs " << scalar_y[o];
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, ::testing::ValuesIn(test::matmul_types()),
+                         [](const auto& param_info) {
+                             return std::string(type_name(param_info.param));
+                         });
+
+TEST(Matmul, RejectsBadShapesAndTypes) {
+    ThreadPool pool(1);
+    MatmulScratch scratch;
+    std::vector<std::byte> data(1024);
+    float x[64] = {};
+    float y[4] = {};
+    EXPECT_THROW(matmul({GgmlType::Q4_0, 48, 1, data}, x, 1, y, pool, scratch), UsageError);
+    EXPECT_THROW(matmul({GgmlType::Q4_0, 32, 100, data}, x, 1, y, pool, scratch), UsageError);
+    EXPECT_THROW(matmul({GgmlType::IQ2_XXS, 256, 1, data}, x, 1, y, pool, scratch),
+                 UnsupportedError);
+    EXPECT_THROW(matmul({GgmlType::Q8_0, 32, 1, data}, x, -1, y, pool, scratch), UsageError);
+    EXPECT_NO_THROW(matmul({GgmlType::Q8_0, 32, 1, data}, x, 0, y, pool, scratch));
+}
+
+}  // namespace
+}  // namespace minfer
