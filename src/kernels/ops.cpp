@@ -65,7 +65,8 @@ void rope(float* x, int64_t n_tokens, int64_t n_heads, std::span<const int32_t> 
     for (int64_t t = 0; t < n_tokens; ++t) {
         float theta = static_cast<float>(positions[static_cast<std::size_t>(t)]);
         for (int64_t i = 0; i < half; ++i) {
-            const float angle = config.freq_scale * theta;
+            const float factor = config.freq_factors ? config.freq_factors[i] : 1.0f;
+            const float angle = config.freq_scale * (theta / factor);
             cos_theta[i] = std::cos(angle);
             sin_theta[i] = std::sin(angle);
             theta *= theta_scale;
@@ -161,14 +162,6 @@ void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* ou
             dequantize_row(table.type, row, dst, table.n_cols);
         }
     }
-}
-
-void convert_f32_to_f16(const float* x, uint16_t* y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = f32_to_f16(x[i]);
-}
-
-void convert_f16_to_f32(const uint16_t* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) y[i] = f16_to_f32(x[i]);
 }
 
 }  // namespace minfer

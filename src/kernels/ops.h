@@ -6,6 +6,7 @@
 #include <span>
 
 #include "kernels/matmul.h"
+#include "kernels/vector_ops.h"  // row conversions f32 <-> f16
 
 namespace minfer {
 
@@ -25,6 +26,8 @@ struct RopeConfig {
                            // pass through unchanged
     float freq_base = 10000.0f;
     float freq_scale = 1.0f;  // linear scaling: positions are multiplied by it
+    const float* freq_factors = nullptr;  // optional [n_dims / 2]: pair i's theta is divided by it
+                                          // (rope_freqs.weight, Llama 3.1's scaling)
 };
 
 // Rotates x = [n_tokens][n_heads][head_dim] in place; token t is at position positions[t]. For
@@ -54,8 +57,5 @@ void mul(const float* a, const float* b, float* out, int64_t n);
 // out[i * n_cols ...]. Throws UsageError naming the id if one is outside [0, n_rows).
 void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out);
 
-// Row conversions with ggml's rounding (round to nearest even).
-void convert_f32_to_f16(const float* x, uint16_t* y, int64_t n);
-void convert_f16_to_f32(const uint16_t* x, float* y, int64_t n);
 
 }  // namespace minfer

@@ -90,6 +90,18 @@ void ConvertF32ToF16(const float* x, uint16_t* y, int64_t n) {
     for (; i < n; ++i) hn::StoreU(hn::DemoteTo(h1, hn::LoadU(d1, x + i)), h1, py + i);
 }
 
+void ConvertF16ToF32(const uint16_t* x, float* y, int64_t n) {
+    const DF df;
+    const DH dh;
+    const auto* px = reinterpret_cast<const hwy::float16_t*>(x);
+    const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+    int64_t i = 0;
+    for (; i + lanes <= n; i += lanes) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, px + i)), df, y + i);
+    const hn::CappedTag<float, 1> d1;
+    const hn::Rebind<hwy::float16_t, decltype(d1)> h1;
+    for (; i < n; ++i) hn::StoreU(hn::PromoteTo(d1, hn::LoadU(h1, px + i)), d1, y + i);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace minfer
 HWY_AFTER_NAMESPACE();
@@ -101,11 +113,13 @@ HWY_EXPORT(DotF32);
 HWY_EXPORT(AxpyF16);
 HWY_EXPORT(AxpyF32);
 HWY_EXPORT(ConvertF32ToF16);
+HWY_EXPORT(ConvertF16ToF32);
 
 float dot_f16(const uint16_t* a, const uint16_t* b, int64_t n) { return HWY_DYNAMIC_DISPATCH(DotF16)(a, b, n); }
 float dot_f32(const float* a, const float* b, int64_t n) { return HWY_DYNAMIC_DISPATCH(DotF32)(a, b, n); }
 void axpy_f16(float a, const uint16_t* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(AxpyF16)(a, x, y, n); }
 void axpy_f32(float a, const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(AxpyF32)(a, x, y, n); }
 void convert_f32_to_f16(const float* x, uint16_t* y, int64_t n) { HWY_DYNAMIC_DISPATCH(ConvertF32ToF16)(x, y, n); }
+void convert_f16_to_f32(const uint16_t* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(ConvertF16ToF32)(x, y, n); }
 }  // namespace minfer
 #endif

@@ -4,25 +4,22 @@
 
 #include <array>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
-#include "kernels/vector_ops.h"
+#include "kernels/ops.h"
 #include "model/backend.h"
 #include "model/cpu_attention.h"
 #include "model/kv_cache.h"
-#include "model/rope_table.h"
-#include "quant/dequantize.h"
 
 namespace minfer {
 namespace {
 
-// Below this many output values an elementwise op runs on the calling thread: waking the pool
-// costs more than the work.
+// Below this many values an elementwise op runs on the calling thread: waking the pool costs more
+// than the work.
 constexpr int64_t kInlineElements = 1 << 14;
 
 class CpuBackend final : public Backend {
@@ -35,21 +32,16 @@ public:
           pool_(options.n_threads, options.pin_threads) {
         const int64_t rows = options.n_batch;
         if (rows < 1) throw UsageError(concat("batch size must be at least 1, got ", rows));
-        const auto width = [&](Buf b) -> int64_t {
-            switch (b) {
-                case Buf::Residual: case Buf::Normed: case Buf::Projected: return hp_.n_embd;
-                case Buf::Q: return hp_.q_width();
-                case Buf::K: return hp_.kv_width();
-                case Buf::V: return hp_.v_width();
-                case Buf::AttnOut: return hp_.attn_out_width();
-                case Buf::FfnGate: case Buf::FfnUp: return hp_.n_ff;
-                default: return 0;
-            }
-        };
         for (int b = 0; b < kBufCount; ++b) {
-            buffers_[b].resize(static_cast<std::size_t>(rows * width(static_cast<Buf>(b))));
+            buffers_[b].resize(static_cast<std::size_t>(rows * buffer_width(static_cast<Buf>(b))));
         }
         attention_.resize(static_cast<std::size_t>(pool_.size()));
+        rope_.style = model.arch().rope_kind == RopeKind::Neox ? RopeStyle::kNeox : RopeStyle::kNormal;
+        rope_.head_dim = hp_.head_dim_k;
+        rope_.n_dims = hp_.n_rot;
+        rope_.freq_base = hp_.rope_freq_base;
+        rope_.freq_scale = hp_.rope_freq_scale;
+        rope_.freq_factors = model.weights().rope_freqs ? model.weights().rope_freqs.f32() : nullptr;
     }
 
     std::string_view name() const override { return "cpu"; }
@@ -69,10 +61,8 @@ public:
             throw UsageError(concat("position ", g.positions.back(), " is beyond the context length ", kv_.n_ctx()));
         }
         const std::size_t logits_size = static_cast<std::size_t>(g.n_outputs * hp_.n_vocab);
-        if (buffers_[static_cast<int>(Buf::Logits)].size() < logits_size) {
-            buffers_[static_cast<int>(Buf::Logits)].resize(logits_size);
-        }
-        rope_.prepare(hp_, model_.arch().rope_kind, model_.weights().rope_freqs, g.positions);
+        auto& logits = buffers_[static_cast<int>(Buf::Logits)];
+        if (logits.size() < logits_size) logits.resize(logits_size);
         for (const Op& op : g.ops) {
             if (options_.trace) {
                 const auto start = std::chrono::steady_clock::now();
@@ -83,10 +73,22 @@ public:
                 run(op, g);
             }
         }
-        logits_view_ = std::span<const float>(buffers_[static_cast<int>(Buf::Logits)]).first(logits_size);
+        logits_view_ = std::span<const float>(logits).first(logits_size);
     }
 
 private:
+    int64_t buffer_width(Buf b) const {
+        switch (b) {
+            case Buf::Residual: case Buf::Normed: case Buf::Projected: return hp_.n_embd;
+            case Buf::Q: return hp_.q_width();
+            case Buf::K: return hp_.kv_width();
+            case Buf::V: return hp_.v_width();
+            case Buf::AttnOut: return hp_.attn_out_width();
+            case Buf::FfnGate: case Buf::FfnUp: return hp_.n_ff;
+            default: return 0;  // the logits grow on demand
+        }
+    }
+
     float* buf(Buf b) { return buffers_[static_cast<int>(b)].data(); }
 
     // Runs fn(row_begin, row_end) over rows, split across the pool when the op is big enough.
@@ -110,7 +112,7 @@ private:
             case OpType::MatMul: return mat_mul(op);
             case OpType::AddBias: return add_bias(op);
             case OpType::HeadRmsNorm: return head_rms_norm(op);
-            case OpType::Rope: return rope(op);
+            case OpType::Rope: return rope(op, g);
             case OpType::StoreKv: return store_kv(op, g);
             case OpType::Attention: return attention(op, g);
             case OpType::SwiGlu: return swiglu(op);
@@ -121,25 +123,8 @@ private:
 
     void get_rows(const Op& op, const Graph& g) {
         const Weight& w = *op.weight;
-        const std::size_t row_bytes = row_size(w.type(), w.n_cols());
-        float* dst = buf(op.dst);
-        for (int64_t t = 0; t < op.rows; ++t) {
-            const int32_t id = g.tokens[static_cast<std::size_t>(t)];
-            if (id < 0 || id >= w.n_rows()) {
-                throw UsageError(concat("token id ", id, " is out of range (the model has ", w.n_rows(), " tokens)"));
-            }
-            dequantize_row(w.type(), w.data().data() + static_cast<std::size_t>(id) * row_bytes, dst + t * op.width,
-                           op.width);
-        }
-    }
-
-    // ggml's arithmetic: mean of squares summed in double, y = (x * (1 / sqrt(mean + eps))) * w.
-    static void rms_norm_row(const float* x, const float* w, float* y, int64_t n, float eps) {
-        double sum = 0.0;
-        for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
-        const float mean = static_cast<float>(sum / static_cast<double>(n));
-        const float scale = 1.0f / std::sqrt(mean + eps);
-        for (int64_t i = 0; i < n; ++i) y[i] = (x[i] * scale) * w[i];
+        minfer::get_rows(WeightMatrix{w.type(), w.n_cols(), w.n_rows(), w.data()},
+                         std::span(g.tokens).first(static_cast<std::size_t>(op.rows)), buf(op.dst));
     }
 
     void rms_norm(const Op& op) {
@@ -147,7 +132,7 @@ private:
         float* dst = buf(op.dst);
         const float* w = op.weight->f32();
         for_rows(op.rows, op.width, [&](int64_t begin, int64_t end) {
-            for (int64_t r = begin; r < end; ++r) rms_norm_row(src + r * op.width, w, dst + r * op.width, op.width, hp_.rms_eps);
+            for (int64_t r = begin; r < end; ++r) minfer::rms_norm(src + r * op.width, w, dst + r * op.width, op.width, hp_.rms_eps);
         });
     }
 
@@ -156,31 +141,27 @@ private:
         const float* w = op.weight->f32();
         const int64_t heads = op.rows * (op.width / op.head_dim);
         for_rows(heads, op.head_dim, [&](int64_t begin, int64_t end) {
-            for (int64_t h = begin; h < end; ++h) rms_norm_row(x + h * op.head_dim, w, x + h * op.head_dim, op.head_dim, hp_.rms_eps);
+            for (int64_t h = begin; h < end; ++h) minfer::rms_norm(x + h * op.head_dim, w, x + h * op.head_dim, op.head_dim, hp_.rms_eps);
         });
     }
 
     void mat_mul(const Op& op) {
         const Weight& w = *op.weight;
-        const WeightMatrix m{w.type(), w.n_cols(), w.n_rows(), w.data()};
-        matmul(m, buf(op.src), op.rows, buf(op.dst), pool_, scratch_);
+        matmul(WeightMatrix{w.type(), w.n_cols(), w.n_rows(), w.data()}, buf(op.src), op.rows, buf(op.dst), pool_, scratch_);
     }
 
     void add_bias(const Op& op) {
         float* x = buf(op.dst);
         const float* b = op.weight->f32();
-        for (int64_t r = 0; r < op.rows; ++r) {
-            for (int64_t i = 0; i < op.width; ++i) x[r * op.width + i] += b[i];
-        }
+        for (int64_t r = 0; r < op.rows; ++r) minfer::add(x + r * op.width, b, x + r * op.width, op.width);
     }
 
-    void rope(const Op& op) {
-        float* x = buf(op.dst);
+    void rope(const Op& op, const Graph& g) {
         const int64_t heads = op.width / op.head_dim;
+        float* x = buf(op.dst);
         for_rows(op.rows, op.width, [&](int64_t begin, int64_t end) {
-            for (int64_t t = begin; t < end; ++t) {
-                for (int64_t h = 0; h < heads; ++h) rope_.apply(x + t * op.width + h * op.head_dim, t);
-            }
+            minfer::rope(x + begin * op.width, end - begin, heads, std::span(g.positions).subspan(static_cast<std::size_t>(begin)),
+                         rope_);
         });
     }
 
@@ -230,10 +211,8 @@ private:
         float* gate = buf(op.dst);
         const float* up = buf(op.src);
         for_rows(op.rows, op.width, [&](int64_t begin, int64_t end) {
-            for (int64_t i = begin * op.width; i < end * op.width; ++i) {
-                const float x = gate[i];
-                gate[i] = x / (1.0f + std::exp(-x)) * up[i];
-            }
+            const int64_t offset = begin * op.width;
+            minfer::swiglu(gate + offset, up + offset, gate + offset, (end - begin) * op.width);
         });
     }
 
@@ -241,7 +220,8 @@ private:
         float* x = buf(op.dst);
         const float* y = buf(op.src);
         for_rows(op.rows, op.width, [&](int64_t begin, int64_t end) {
-            for (int64_t i = begin * op.width; i < end * op.width; ++i) x[i] += y[i];
+            const int64_t offset = begin * op.width;
+            minfer::add(x + offset, y + offset, x + offset, (end - begin) * op.width);
         });
     }
 
@@ -250,7 +230,7 @@ private:
         float* dst = buf(op.dst);
         for (int64_t i = 0; i < op.rows; ++i) {
             const int64_t row = g.output_rows[static_cast<std::size_t>(i)];
-            std::memmove(dst + i * op.width, src + row * op.width, static_cast<std::size_t>(op.width) * sizeof(float));
+            std::memcpy(dst + i * op.width, src + row * op.width, static_cast<std::size_t>(op.width) * sizeof(float));
         }
     }
 
@@ -260,7 +240,7 @@ private:
     KvCache kv_;
     ThreadPool pool_;
     MatmulScratch scratch_;
-    RopeTable rope_;
+    RopeConfig rope_;
     std::array<std::vector<float>, kBufCount> buffers_;
     std::vector<AttentionWorkspace> attention_;
     std::span<const float> logits_view_;
