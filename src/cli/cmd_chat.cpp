@@ -125,6 +125,7 @@ void add_chat_command(CLI::App& app) {
                     },
                     &InterruptGuard::flag());
                 std::printf("\n");
+                std::fflush(stdout);
                 if (r.stop == StopReason::ContextFull) {
                     std::fprintf(stderr, "minfer: the context of %lld tokens is full; /clear starts over\n",
                                  static_cast<long long>(ctx.n_ctx()));

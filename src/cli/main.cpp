@@ -29,8 +29,9 @@ int main(int argc, char** argv) {
     app.fallthrough(false);
     // One line per error: "minfer: error: <what>; see minfer COMMAND --help".
     app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
-        std::string name = failed->get_name();
-        std::string hint = name.empty() || name == "minfer" ? "minfer --help" : "minfer " + name + " --help";
+        // Point at the help of the subcommand being parsed, if any.
+        std::string hint = "minfer --help";
+        for (const CLI::App* sub : failed->get_subcommands()) hint = "minfer " + sub->get_name() + " --help";
         return std::string("minfer: error: ") + e.what() + " (see " + hint + ")\n";
     });
 

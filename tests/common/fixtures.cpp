@@ -47,11 +47,14 @@ std::string read_file(const std::filesystem::path& p) {
 
 }  // namespace
 
-CommandResult run_minfer(const std::vector<std::string>& args, const std::string& stdin_text) {
+CommandResult run_minfer(const std::vector<std::string>& args, const std::string& stdin_text,
+                         const std::vector<std::pair<std::string, std::string>>& env) {
     TempDir dir;
     const auto in = dir / "stdin", out = dir / "stdout", err = dir / "stderr";
     std::ofstream(in, std::ios::binary) << stdin_text;
-    std::string cmd = shell_quote(MINFER_BINARY);
+    std::string cmd;
+    for (const auto& [name, value] : env) cmd += name + "=" + shell_quote(value) + " ";
+    cmd += shell_quote(MINFER_BINARY);
     for (const auto& a : args) cmd += " " + shell_quote(a);
     cmd += " <" + shell_quote(in.string()) + " >" + shell_quote(out.string()) + " 2>" +
            shell_quote(err.string());

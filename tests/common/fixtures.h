@@ -21,8 +21,10 @@ struct CommandResult {
     std::string out;
     std::string err;
 };
-// Runs the built minfer binary with `args` (each passed as one argument), optional stdin text.
-CommandResult run_minfer(const std::vector<std::string>& args, const std::string& stdin_text = "");
+// Runs the built minfer binary with `args` (each passed as one argument), optional stdin text and
+// extra environment variables.
+CommandResult run_minfer(const std::vector<std::string>& args, const std::string& stdin_text = "",
+                         const std::vector<std::pair<std::string, std::string>>& env = {});
 
 // A fresh, empty temporary directory that is removed when the object dies.
 class TempDir {

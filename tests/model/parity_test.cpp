@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "common/fixtures.h"
-#include "golden.h"
+#include "common/golden.h"
 #include "model/context.h"
 
 namespace minfer {

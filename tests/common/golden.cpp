@@ -27,6 +27,7 @@ Golden load_golden(const std::filesystem::path& path) {
     for (const auto& c : doc.at("cases")) {
         GoldenCase gc;
         gc.prompt = c.at("prompt").get<std::string>();
+        gc.generated_text = c.at("generated_text").get<std::string>();
         gc.prompt_tokens = c.at("prompt_tokens").get<std::vector<int32_t>>();
         gc.generated_tokens = c.at("generated_tokens").get<std::vector<int32_t>>();
         for (const auto& p : c.at("positions")) {

@@ -19,6 +19,7 @@ struct GoldenPosition {
 
 struct GoldenCase {
     std::string prompt;
+    std::string generated_text;  // invalid UTF-8 shown as U+FFFD; the ids are authoritative
     std::vector<int32_t> prompt_tokens;
     std::vector<int32_t> generated_tokens;
     std::vector<GoldenPosition> positions;  // one per token of prompt_tokens + generated_tokens

@@ -1,0 +1,151 @@
+// `minfer chat` end to end: scripted through stdin (context kept across turns, only new tokens
+// evaluated) and on a pseudo-terminal (Ctrl-C stops an answer and returns to the prompt).
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <regex>
+#include <string>
+
+#include "common/fixtures.h"
+
+namespace minfer {
+namespace {
+
+using test::run_minfer;
+
+struct TurnStats {
+    int evaluated;
+    int reused;
+    std::string stop;
+};
+
+std::vector<TurnStats> parse_stats(const std::string& err) {
+    std::vector<TurnStats> turns;
+    const std::regex line(R"(\[prompt: (\d+) new tokens evaluated, (\d+) reused from the cache; answer: \d+ tokens, [0-9.]+ tokens/s; stop: (\w+)\])");
+    for (auto it = std::sregex_iterator(err.begin(), err.end(), line); it != std::sregex_iterator(); ++it) {
+        turns.push_back({std::stoi((*it)[1]), std::stoi((*it)[2]), (*it)[3]});
+    }
+    return turns;
+}
+
+TEST(ChatCommand, ScriptedTurnsReuseTheCache) {
+    MINFER_REQUIRE_FIXTURE(model, "models/tiny-qwen2-q8_0.gguf");
+    const auto r = run_minfer({"chat", model.string(), "--temp", "0", "-n", "6", "--stats"},
+                              "Hello, who are you?\nTell me more.\n/clear\nHello, who are you?\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto turns = parse_stats(r.err);
+    ASSERT_EQ(turns.size(), 3u) << r.err;
+    // Turn 1 evaluates the whole prompt; turn 2 reuses all of it (and the answer) and evaluates only
+    // the end of the answer, the new user message and the generation prompt.
+    EXPECT_EQ(turns[0].reused, 0);
+    EXPECT_GT(turns[1].reused, turns[0].evaluated);
+    EXPECT_LT(turns[1].evaluated, 20);
+    // After /clear the conversation starts over: only the shared system prefix is reused, and the
+    // same greedy question gets the same answer as in turn 1.
+    EXPECT_LT(turns[2].reused, turns[0].evaluated);
+    std::istringstream out(r.out);
+    std::string first, second, third;
+    std::getline(out, first);
+    std::getline(out, second);
+    std::getline(out, third);
+    EXPECT_EQ(first, third);
+    EXPECT_FALSE(first.empty());
+}
+
+TEST(ChatCommand, SystemPromptAndExit) {
+    MINFER_REQUIRE_FIXTURE(model, "models/tiny-qwen2-q8_0.gguf");
+    const auto r = run_minfer({"chat", model.string(), "--temp", "0", "-n", "3", "--stats", "--system", "Be brief."},
+                              "Hi\n/exit\nThis line is never read\n");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(parse_stats(r.err).size(), 1u);
+}
+
+// Reads from fd until `needle` appears in what was read since the call, or the deadline passes.
+bool read_until(int fd, const std::string& needle, std::string& seen, int timeout_ms) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    const std::size_t start = seen.size();
+    while (std::chrono::steady_clock::now() < deadline) {
+        pollfd p{fd, POLLIN, 0};
+        if (poll(&p, 1, 50) > 0) {
+            char buf[4096];
+            const ssize_t n = read(fd, buf, sizeof(buf));
+            if (n <= 0) return false;
+            seen.append(buf, static_cast<std::size_t>(n));
+            if (seen.find(needle, start) != std::string::npos) return true;
+        }
+    }
+    return false;
+}
+
+TEST(ChatCommand, CtrlCStopsTheAnswerOnATerminal) {
+    MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
+    int master = -1;
+    const pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        // Ban the end-of-text token (id 2) so the answer runs until interrupted or the context fills.
+        execl(MINFER_BINARY, "minfer", "chat", model.c_str(), "--temp", "1", "--ctx", "2048", "--logit-bias", "2-inf",
+              "--stats", static_cast<char*>(nullptr));
+        _exit(127);
+    }
+    std::string seen;
+    ASSERT_TRUE(read_until(master, "> ", seen, 20000)) << seen;
+    ASSERT_EQ(write(master, "Once upon a time\r", 17), 17);
+    ASSERT_TRUE(read_until(master, " ", seen, 10000)) << seen;  // the answer has started
+    ASSERT_EQ(write(master, "\x03", 1), 1);                      // Ctrl-C
+    ASSERT_TRUE(read_until(master, "stop: interrupted", seen, 20000)) << seen;
+    ASSERT_TRUE(read_until(master, "> ", seen, 10000)) << seen;  // back at the prompt
+    ASSERT_EQ(write(master, "/exit\r", 6), 6);
+    int status = 0;
+    for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(50000);
+    if (waitpid(pid, &status, WNOHANG) == 0 && !WIFEXITED(status)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        FAIL() << "minfer chat did not exit after /exit: " << seen;
+    }
+    close(master);
+    EXPECT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << seen;
+}
+
+TEST(BenchCommand, PrintsATableAndJson) {
+    MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-q4_0.gguf");
+    const auto table = run_minfer({"bench", model.string(), "-p", "16", "-n", "4", "-r", "2", "-t", "1,2", "--no-roofline"});
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_NE(table.out.find("| model"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("pp16"), std::string::npos);
+    EXPECT_NE(table.out.find("tg4"), std::string::npos);
+    EXPECT_NE(table.out.find(" ± "), std::string::npos);
+    const auto json = run_minfer({"bench", model.string(), "-p", "8", "-n", "2", "-r", "2", "-t", "1", "--json"});
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    const auto doc = nlohmann::json::parse(json.out);
+    ASSERT_EQ(doc.size(), 2u);
+    for (const char* key : {"model_filename", "model_type", "model_size", "model_n_params", "n_threads", "n_prompt",
+                            "n_gen", "avg_ts", "stddev_ts", "samples_ts"}) {
+        EXPECT_TRUE(doc[0].contains(key)) << key;
+    }
+    EXPECT_EQ(doc[0]["n_prompt"], 8);
+    EXPECT_EQ(doc[1]["n_gen"], 2);
+    EXPECT_EQ(doc[0]["samples_ts"].size(), 2u);
+    const auto csv = run_minfer({"bench", model.string(), "-p", "8", "-n", "0", "-r", "1", "-t", "1", "--csv"});
+    ASSERT_EQ(csv.exit_code, 0) << csv.err;
+    EXPECT_EQ(csv.out.rfind("build_commit,", 0), 0u) << csv.out;
+}
+
+TEST(BenchCommand, RooflineReportsBandwidth) {
+    MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-q4_0.gguf");
+    const auto r = run_minfer({"bench", model.string(), "-p", "0", "-n", "8", "-r", "1", "-t", "1"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("Decode roofline"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("GB/s measured read bandwidth"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace minfer
