@@ -135,8 +135,12 @@ void read_tokens(Vocabulary& v, const GgufMetadata& meta) {
         if (types->size() != n) {
             fail(meta, "token_type", concat("has ", types->size(), " entries, expected ", n));
         }
+        const std::vector<int32_t> values = types->element_type() == GgufType::Int32
+                                                ? types->to_vector<int32_t>()
+                                                : std::vector<int32_t>();
         for (std::size_t i = 0; i < n; ++i) {
-            v.attrs[i] = attr_of_type(static_cast<int64_t>(types->number_at(i)));
+            v.attrs[i] = attr_of_type(values.empty() ? static_cast<int64_t>(types->number_at(i))
+                                                     : values[i]);
         }
     }
 }
