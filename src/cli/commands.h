@@ -7,5 +7,7 @@
 namespace minfer::cli {
 
 void add_info_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
+void add_detokenize_command(CLI::App& app);
 
 }  // namespace minfer::cli

@@ -167,6 +167,9 @@ void read_special_ids(Vocabulary& v, const GgufMetadata& meta) {
         const bool in_range = value->type() == GgufType::Uint64 || value->type() == GgufType::Int64
                                   ? value->to_double() >= 0 && value->to_double() < v.size()
                                   : value->to_int64() >= 0 && value->to_int64() < v.size();
+        // 0xFFFFFFFF (-1) is how converters write "no such token": keep the default quietly.
+        const bool unset = value->to_double() == -1.0 || value->to_double() == 4294967295.0;
+        if (!in_range && unset) continue;
         if (!in_range) {  // as llama.cpp: keep the default
             log_warning(concat(meta.source(), ": bad special token: '", key(name), "' = ",
                                value->to_display_string(), " (vocabulary has ", v.size(),
