@@ -79,13 +79,21 @@ void tokenize_corpus(benchmark::State& state, const std::string& vocab) {
     state.counters["tokens"] = static_cast<double>(n_tokens);
 }
 
-void BM_Tokenize_gpt2(benchmark::State& state) { tokenize_corpus(state, "gpt-2"); }
-void BM_Tokenize_llama_spm(benchmark::State& state) { tokenize_corpus(state, "llama-spm"); }
-void BM_Tokenize_qwen2_pre(benchmark::State& state) { tokenize_corpus(state, "gpt2-qwen2-pre"); }
+void BM_Tokenize_gpt2(benchmark::State& state) {
+    tokenize_corpus(state, "gpt-2");
+}
+void BM_Tokenize_llama_spm(benchmark::State& state) {
+    tokenize_corpus(state, "llama-spm");
+}
+void BM_Tokenize_qwen2_pre(benchmark::State& state) {
+    tokenize_corpus(state, "gpt2-qwen2-pre");
+}
 void BM_Tokenize_llama3_pre(benchmark::State& state) {
     tokenize_corpus(state, "gpt2-llama3-pre");
 }
-void BM_Tokenize_bert(benchmark::State& state) { tokenize_corpus(state, "bert-bge"); }
+void BM_Tokenize_bert(benchmark::State& state) {
+    tokenize_corpus(state, "bert-bge");
+}
 BENCHMARK(BM_Tokenize_gpt2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Tokenize_llama_spm)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Tokenize_qwen2_pre)->Unit(benchmark::kMillisecond);
@@ -120,7 +128,8 @@ const fs::path& large_vocab_path() {
         out.set("tokenizer.ggml.pre", minfer::GgufValue::string("gpt-2"));
         out.set("tokenizer.ggml.tokens",
                 minfer::GgufValue::array(minfer::GgufArray::of_strings(std::move(tokens))));
-        out.set("tokenizer.ggml.token_type", minfer::GgufValue::array(minfer::GgufArray::of(types)));
+        out.set("tokenizer.ggml.token_type",
+                minfer::GgufValue::array(minfer::GgufArray::of(types)));
         out.set("tokenizer.ggml.merges",
                 minfer::GgufValue::array(minfer::GgufArray::of_strings(std::move(merges))));
         out.set("tokenizer.ggml.eos_token_id", minfer::GgufValue::of<uint32_t>(50256));

@@ -27,10 +27,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* const kFamilies[] = {"llama-spm", "phi-3",          "gpt-2",           "falcon",
-                                 "starcoder", "refact",         "mpt",             "deepseek-coder",
-                                 "deepseek-llm", "bert-bge",    "gpt2-llama3-pre", "gpt2-qwen2-pre",
-                                 "gpt-neox"};
+const char* const kFamilies[] = {
+    "llama-spm", "phi-3",          "gpt-2",        "falcon",   "starcoder",       "refact",
+    "mpt",       "deepseek-coder", "deepseek-llm", "bert-bge", "gpt2-llama3-pre", "gpt2-qwen2-pre",
+    "gpt-neox"};
 
 std::vector<std::unique_ptr<minfer::Tokenizer>>& tokenizers() {
     static std::vector<std::unique_ptr<minfer::Tokenizer>> t;
@@ -58,8 +58,9 @@ void write_seeds(const fs::path& dir) {
             << static_cast<char>(family) << static_cast<char>(flags) << text;
     };
     for (uint8_t f = 0; f < std::size(kFamilies); ++f) {
-        const std::string inp = read_file(shared_dir() / "fixtures" / "vocab" /
-                                          (std::string("ggml-vocab-") + kFamilies[f] + ".gguf.inp"));
+        const std::string inp =
+            read_file(shared_dir() / "fixtures" / "vocab" /
+                      (std::string("ggml-vocab-") + kFamilies[f] + ".gguf.inp"));
         const std::string sep = "\n__ggml_vocab_test__\n";
         int taken = 0;
         for (std::size_t pos = 0; pos < inp.size() && taken < 12;) {
@@ -72,9 +73,17 @@ void write_seeds(const fs::path& dir) {
         seed(f, 3, "<|im_start|>user\n<s>[CLS]<|endoftext|>\xFF\xC3 \xE2\x96\x81\xED\xA0\x80");
     }
     // hostile vocabularies: tokens separated by \n, then \x01\x01, then the text
-    seed(0, 0x80, "\xE2\x96\x81" "a\na\nab\n<s>\n\x01\x01" "ab ab<s>");
-    seed(2, 0x80, "a\nb\nab\na b\n\xC4\xA0\n\x01\x01" "ab  ab");
-    seed(9, 0x80, "[UNK]\n\xE2\x96\x81" "ab\nc\n\x01\x01" "AB c \xC3\xA9");
+    seed(0, 0x80,
+         "\xE2\x96\x81"
+         "a\na\nab\n<s>\n\x01\x01"
+         "ab ab<s>");
+    seed(2, 0x80,
+         "a\nb\nab\na b\n\xC4\xA0\n\x01\x01"
+         "ab  ab");
+    seed(9, 0x80,
+         "[UNK]\n\xE2\x96\x81"
+         "ab\nc\n\x01\x01"
+         "AB c \xC3\xA9");
 }
 
 // A vocabulary made from the input: token types come from the first byte of each line.
@@ -102,7 +111,8 @@ void fuzz_vocabulary(uint8_t selector, std::string_view rest) {
              minfer::GgufValue::array(minfer::GgufArray::of_strings(tokens)));
     meta.set("tokenizer.ggml.token_type", minfer::GgufValue::array(minfer::GgufArray::of(types)));
     meta.set("tokenizer.ggml.scores", minfer::GgufValue::array(minfer::GgufArray::of(scores)));
-    meta.set("tokenizer.ggml.merges", minfer::GgufValue::array(minfer::GgufArray::of_strings(merges)));
+    meta.set("tokenizer.ggml.merges",
+             minfer::GgufValue::array(minfer::GgufArray::of_strings(merges)));
     meta.set("tokenizer.ggml.pre", minfer::GgufValue::string(selector & 8 ? "llama-bpe" : "gpt-2"));
     try {
         const minfer::Tokenizer tok = minfer::Tokenizer::from_gguf(meta);

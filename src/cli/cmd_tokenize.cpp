@@ -36,11 +36,21 @@ std::string escape_piece(std::string_view piece) {
     for (char c : piece) {
         const auto b = static_cast<unsigned char>(c);
         switch (c) {
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            case '\\': out += "\\\\"; break;
-            case '\'': out += "\\'"; break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\'':
+                out += "\\'";
+                break;
             default:
                 if (b < 0x20 || b == 0x7F) {
                     char hex[5];
@@ -67,7 +77,8 @@ std::vector<int32_t> parse_ids(const std::string& list) {
             used = 0;
         }
         if (used != token.size() || value < INT32_MIN || value > INT32_MAX) {
-            throw UsageError(concat("'", token, "' is not a token id (expected integers like 1,2,3)"));
+            throw UsageError(
+                concat("'", token, "' is not a token id (expected integers like 1,2,3)"));
         }
         ids.push_back(static_cast<int32_t>(value));
         token.clear();
@@ -113,7 +124,8 @@ void add_tokenize_command(CLI::App& app) {
         }
         const std::string input = file->count() ? read_text_file(opts->file) : opts->text;
         const Tokenizer tok = load_tokenizer(opts->model);
-        const std::vector<int32_t> ids = tok.tokenize(input, !opts->no_bos, !opts->no_parse_special);
+        const std::vector<int32_t> ids =
+            tok.tokenize(input, !opts->no_bos, !opts->no_parse_special);
         if (opts->ids_only) {
             std::string line = "[";
             for (std::size_t i = 0; i < ids.size(); ++i) {
@@ -135,8 +147,8 @@ void add_detokenize_command(CLI::App& app) {
         bool hide_special = false;
     };
     auto opts = std::make_shared<Options>();
-    CLI::App* cmd =
-        app.add_subcommand("detokenize", "Turn token ids (1,2,3) back into text with a model's tokenizer");
+    CLI::App* cmd = app.add_subcommand(
+        "detokenize", "Turn token ids (1,2,3) back into text with a model's tokenizer");
     cmd->add_option("model", opts->model, "GGUF file, first part of a split model, or a directory")
         ->required();
     cmd->add_option("ids", opts->ids, "Token ids, separated by commas or spaces")->required();

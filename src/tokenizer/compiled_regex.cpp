@@ -9,7 +9,7 @@
 namespace minfer {
 namespace {
 
-constexpr uint32_t kMatchLimit = 10'000'000;         // backtracking steps per match attempt
+constexpr uint32_t kMatchLimit = 10'000'000;          // backtracking steps per match attempt
 constexpr PCRE2_SIZE kJitStackMax = 8 * 1024 * 1024;  // bytes
 
 std::string pcre2_message(int code) {

@@ -13,7 +13,7 @@
 namespace minfer {
 
 class TokenCache {
-public:
+  public:
     static constexpr std::size_t kMaxWordBytes = 64;  // longer words are rare: not cached
     static constexpr std::size_t kMaxEntries = 1 << 18;
 
@@ -32,7 +32,7 @@ public:
         ids_.insert(ids_.end(), ids.begin(), ids.end());
     }
 
-private:
+  private:
     std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> map_;  // word -> ids_ range
     std::vector<int32_t> ids_;
 };

@@ -29,7 +29,8 @@ TEST(TokenizeCommand, OneTokenPerLineWithVisibleWhitespace) {
     EXPECT_EQ(r.out,
               "     1 -> '<s>'\n   403 -> ' Once'\n   407 -> ' upon'\n   261 -> ' a'\n"
               "   378 -> ' time'\n");
-    const CommandResult no_bos = run_minfer({"tokenize", "--ids", "--no-bos", model.string(), "Once"});
+    const CommandResult no_bos =
+        run_minfer({"tokenize", "--ids", "--no-bos", model.string(), "Once"});
     EXPECT_EQ(no_bos.out, "[403]\n");
     const CommandResult nl = run_minfer({"tokenize", "--no-bos", model.string(), "a\tb\n"});
     EXPECT_NE(nl.out.find("\\n"), std::string::npos) << nl.out;
@@ -65,7 +66,8 @@ TEST(DetokenizeCommand, IdsBackToText) {
     EXPECT_EQ(r.out, "Once upon a time\n");
     const CommandResult spaced = run_minfer({"detokenize", model.string(), "1", "403"});
     EXPECT_EQ(spaced.out, "<s> Once\n");
-    const CommandResult hidden = run_minfer({"detokenize", "--hide-special", model.string(), "1,403"});
+    const CommandResult hidden =
+        run_minfer({"detokenize", "--hide-special", model.string(), "1,403"});
     EXPECT_EQ(hidden.out, " Once\n");
 }
 
@@ -73,7 +75,8 @@ TEST(DetokenizeCommand, BadIdsAreOneLineErrors) {
     MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
     const CommandResult range = run_minfer({"detokenize", model.string(), "1,512"});
     EXPECT_EQ(range.exit_code, 1);
-    EXPECT_EQ(range.err, "minfer: error: token id 512 is out of range: the vocabulary has 512 tokens\n");
+    EXPECT_EQ(range.err,
+              "minfer: error: token id 512 is out of range: the vocabulary has 512 tokens\n");
     const CommandResult junk = run_minfer({"detokenize", model.string(), "1,x2"});
     EXPECT_EQ(junk.exit_code, 1);
     EXPECT_NE(junk.err.find("'x2' is not a token id"), std::string::npos);

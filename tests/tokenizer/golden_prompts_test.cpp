@@ -56,9 +56,9 @@ TEST_P(GoldenFile, GeneratedTextMatchesStreamingDecoder) {
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenFile,
                          ::testing::Values("stories260K", "tiny-llama-f16", "tiny-llama-q4_0",
-                                           "tiny-llama-q4_k_m", "tiny-llama-q8_0",
-                                           "tiny-qwen2-f16", "tiny-qwen2-q4_k_m",
-                                           "tiny-qwen2-q8_0", "tiny-qwen3-q8_0"),
+                                           "tiny-llama-q4_k_m", "tiny-llama-q8_0", "tiny-qwen2-f16",
+                                           "tiny-qwen2-q4_k_m", "tiny-qwen2-q8_0",
+                                           "tiny-qwen3-q8_0"),
                          [](const auto& param_info) {
                              std::string name = param_info.param;
                              for (char& ch : name) {

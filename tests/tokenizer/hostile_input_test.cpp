@@ -26,7 +26,9 @@ std::string error_of(const std::function<void()>& f) {
     return "";
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+    return s.find(part) != std::string::npos;
+}
 
 TEST(HostileVocabulary, MissingOrWrongKeys) {
     GgufMetadata empty("x.gguf");
@@ -48,7 +50,8 @@ TEST(HostileVocabulary, MissingOrWrongKeys) {
                          "expected string"));
 
     GgufMetadata no_entries = make_metadata("llama", {});
-    EXPECT_TRUE(contains(error_of<FormatError>([&] { Tokenizer::from_gguf(no_entries); }), "empty"));
+    EXPECT_TRUE(
+        contains(error_of<FormatError>([&] { Tokenizer::from_gguf(no_entries); }), "empty"));
 }
 
 TEST(HostileVocabulary, MismatchedArrays) {
@@ -59,7 +62,8 @@ TEST(HostileVocabulary, MismatchedArrays) {
     EXPECT_TRUE(contains(e1, "has 5 entries, expected 259")) << e1;
 
     GgufMetadata types = make_metadata("llama", spm_base_tokens());
-    types.set("tokenizer.ggml.token_type", GgufValue::array(GgufArray::of(std::vector<int32_t>(7))));
+    types.set("tokenizer.ggml.token_type",
+              GgufValue::array(GgufArray::of(std::vector<int32_t>(7))));
     EXPECT_TRUE(contains(error_of<FormatError>([&] { Tokenizer::from_gguf(types); }),
                          "token_type' has 7 entries, expected 259"));
 
@@ -73,8 +77,8 @@ TEST(HostileVocabulary, MismatchedArrays) {
     EXPECT_TRUE(contains(error_of<FormatError>([&] { Tokenizer::from_gguf(bpe); }),
                          "tokenizer.ggml.merges' is missing"));
     bpe.set("tokenizer.ggml.merges", GgufValue::array(GgufArray::of(std::vector<uint8_t>{1})));
-    EXPECT_TRUE(contains(error_of<FormatError>([&] { Tokenizer::from_gguf(bpe); }),
-                         "expected string"));
+    EXPECT_TRUE(
+        contains(error_of<FormatError>([&] { Tokenizer::from_gguf(bpe); }), "expected string"));
 
     std::vector<SyntheticToken> tokens = spm_base_tokens();
     tokens.push_back({"<0xZZ>", 6});
@@ -84,8 +88,8 @@ TEST(HostileVocabulary, MismatchedArrays) {
 
     GgufMetadata bool_id = make_metadata("llama", spm_base_tokens());
     bool_id.set("tokenizer.ggml.bos_token_id", GgufValue::string("one"));
-    EXPECT_TRUE(contains(error_of<FormatError>([&] { Tokenizer::from_gguf(bool_id); }),
-                         "bos_token_id"));
+    EXPECT_TRUE(
+        contains(error_of<FormatError>([&] { Tokenizer::from_gguf(bool_id); }), "bos_token_id"));
 }
 
 TEST(HostileVocabulary, SpecialIdsOutOfRangeFallBack) {
@@ -99,7 +103,10 @@ TEST(HostileVocabulary, SpecialIdsOutOfRangeFallBack) {
     EXPECT_FALSE(tok.pad().has_value());
 
     // bert's default ids (CLS 101, SEP 102) do not exist in a 3-token vocabulary: no such tokens
-    const Tokenizer bert = Tokenizer::from_gguf(make_metadata("bert", {{"[PAD]", 3}, {"\xE2\x96\x81" "a"}, {"b"}}));
+    const Tokenizer bert = Tokenizer::from_gguf(make_metadata("bert", {{"[PAD]", 3},
+                                                                       {"\xE2\x96\x81"
+                                                                        "a"},
+                                                                       {"b"}}));
     EXPECT_FALSE(bert.bos().has_value());
     EXPECT_FALSE(bert.sep().has_value());
     EXPECT_FALSE(bert.unk().has_value());
@@ -109,8 +116,14 @@ TEST(HostileVocabulary, SpecialIdsOutOfRangeFallBack) {
 TEST(HostileVocabulary, EmptyAndDuplicateTokens) {
     std::vector<SyntheticToken> tokens = spm_base_tokens();
     tokens.push_back({""});
-    tokens.push_back({"\xE2\x96\x81" "a", 1, -1});
-    tokens.push_back({"\xE2\x96\x81" "a", 1, -1});  // the later id wins, as in llama.cpp
+    tokens.push_back(
+        {"\xE2\x96\x81"
+         "a",
+         1, -1});
+    tokens.push_back(
+        {"\xE2\x96\x81"
+         "a",
+         1, -1});  // the later id wins, as in llama.cpp
     const Tokenizer tok = Tokenizer::from_gguf(make_metadata("llama", tokens));
     EXPECT_EQ(tok.token_text(259), "[EMPTY_259]");
     EXPECT_EQ(tok.tokenize("a", false, false), std::vector<int32_t>{261});
@@ -118,24 +131,33 @@ TEST(HostileVocabulary, EmptyAndDuplicateTokens) {
 }
 
 TEST(HostileVocabulary, NoByteTokens) {
-    const std::vector<SyntheticToken> tokens = {{"<unk>", 2}, {"<s>", 3}, {"</s>", 3},
-                                                {"\xE2\x96\x81" "a", 1, -1}};
+    const std::vector<SyntheticToken> tokens = {{"<unk>", 2},
+                                                {"<s>", 3},
+                                                {"</s>", 3},
+                                                {"\xE2\x96\x81"
+                                                 "a",
+                                                 1, -1}};
     const Tokenizer with_unk = Tokenizer::from_gguf(make_metadata("llama", tokens));
     EXPECT_EQ(with_unk.tokenize("aq", false, false), (std::vector<int32_t>{3, 0}));
     // SentencePiece's default UNK is id 0, whatever it is
-    const Tokenizer no_unk = Tokenizer::from_gguf(make_metadata("llama", {{"x"}, {"\xE2\x96\x81" "a", 1, -1}}));
+    const Tokenizer no_unk = Tokenizer::from_gguf(make_metadata("llama", {{"x"},
+                                                                          {"\xE2\x96\x81"
+                                                                           "a",
+                                                                           1, -1}}));
     EXPECT_EQ(no_unk.unk(), 0);
     EXPECT_EQ(no_unk.tokenize("aq", false, false), (std::vector<int32_t>{1, 0}));
 }
 
 TEST(HostileVocabulary, UnknownPreTokenizerFallsBackToDefault) {
     GgufMetadata meta = make_metadata("gpt2", {{"a"}, {"b"}, {"ab"}, {"\xC4\xA0"}});
-    meta.set("tokenizer.ggml.merges", GgufValue::array(GgufArray::of_strings({"a b", "nospace", " "})));
+    meta.set("tokenizer.ggml.merges",
+             GgufValue::array(GgufArray::of_strings({"a b", "nospace", " "})));
     meta.set("tokenizer.ggml.pre", GgufValue::string("no-such-pre"));
     const Tokenizer tok = Tokenizer::from_gguf(meta);
     EXPECT_EQ(tok.pre_name(), "default");
     EXPECT_EQ(tok.tokenize("ab ab", false, false), (std::vector<int32_t>{2, 3, 2}));
-    EXPECT_EQ(tok.tokenize("abc", false, false), std::vector<int32_t>{2});  // c has no token: dropped
+    EXPECT_EQ(tok.tokenize("abc", false, false),
+              std::vector<int32_t>{2});  // c has no token: dropped
 }
 
 TEST(HostileIds, OutOfRangeIdsNameIdAndVocabularySize) {
@@ -193,7 +215,8 @@ TEST(HostileText, SentencePieceRoundTripsAnyValidUtf8) {
 
 // Long inputs with no word boundaries, long runs of spaces and of digits stay fast.
 TEST(HostileText, LongDegenerateInputs) {
-    for (const std::string family : {"gpt-2", "llama-spm", "gpt2-llama3-pre", "bert-bge", "falcon"}) {
+    for (const std::string family :
+         {"gpt-2", "llama-spm", "gpt2-llama3-pre", "bert-bge", "falcon"}) {
         MINFER_REQUIRE_FIXTURE(path, "vocab/ggml-vocab-" + family + ".gguf");
         const Tokenizer tok = load_tokenizer(path);
         for (const std::string& text :

@@ -18,8 +18,40 @@ namespace {
 // Pieces chosen to hit every branch of the patterns: contractions in both cases, letters,
 // digits, runs of spaces, CR/LF, wide spaces, marks, symbols, surrogates and invalid bytes.
 const std::vector<std::string> kAlphabet = {
-    "a", "Z", "s", "t", "re", "VE", "ll", "D", "m", "'", "'", "1", "22", "333", " ", " ", "  ",
-    "\t", "\n", "\r", "\r\n", "\v", "\f", ".", ",", "!", "?", "$", "+", "<", "`", "~", "|", "/",
+    "a",
+    "Z",
+    "s",
+    "t",
+    "re",
+    "VE",
+    "ll",
+    "D",
+    "m",
+    "'",
+    "'",
+    "1",
+    "22",
+    "333",
+    " ",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r",
+    "\r\n",
+    "\v",
+    "\f",
+    ".",
+    ",",
+    "!",
+    "?",
+    "$",
+    "+",
+    "<",
+    "`",
+    "~",
+    "|",
+    "/",
     "\xC3\xA9",          // é
     "\xD0\x96",          // Ж
     "\xE4\xB8\xAD",      // 中
@@ -82,8 +114,8 @@ INSTANTIATE_TEST_SUITE_P(Families, PreTokenizerFamily,
 TEST(PreTokenizer, Gpt2SplitsLikeThePattern) {
     MINFER_REQUIRE_FIXTURE(path, "vocab/ggml-vocab-gpt-2.gguf");
     const Tokenizer tok = load_tokenizer(path);
-    const std::vector<std::string> expected = {"Hello", ",", " world", "'s", " 123", "   ",
-                                               " x",    "!!", "\n"};
+    const std::vector<std::string> expected = {"Hello", ",",  " world", "'s", " 123",
+                                               "   ",   " x", "!!",     "\n"};
     EXPECT_EQ(tok.pre_tokenize("Hello, world's 123    x!!\n", false), expected);
 }
 
@@ -108,9 +140,9 @@ TEST(UnicodeTables, AgreeWithPcre2) {
     for (const Class& c : classes) {
         int error = 0;
         PCRE2_SIZE offset = 0;
-        pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(c.pattern),
-                                         PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_ANCHORED, &error,
-                                         &offset, nullptr);
+        pcre2_code* code =
+            pcre2_compile(reinterpret_cast<PCRE2_SPTR>(c.pattern), PCRE2_ZERO_TERMINATED,
+                          PCRE2_UTF | PCRE2_ANCHORED, &error, &offset, nullptr);
         ASSERT_NE(code, nullptr);
         pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
         int mismatches = 0;
@@ -133,21 +165,24 @@ TEST(UnicodeTables, AgreeWithPcre2) {
 
 TEST(UnicodeTables, CaseAndAccents) {
     EXPECT_EQ(unicode::to_lower('A'), static_cast<uint32_t>('a'));
-    EXPECT_EQ(unicode::to_lower(0x416), 0x436u);      // Ж -> ж
-    EXPECT_EQ(unicode::to_lower(0x130), 0x69u);       // İ -> i (first code point of "i̇")
-    EXPECT_EQ(unicode::nfd_base(0xE9), 0x65u);        // é -> e
-    EXPECT_EQ(unicode::nfd_base(0x1E69), 0x73u);      // ṩ -> s
-    EXPECT_EQ(unicode::nfd_base(0x4E2D), 0x4E2Du);    // 中 unchanged
+    EXPECT_EQ(unicode::to_lower(0x416), 0x436u);    // Ж -> ж
+    EXPECT_EQ(unicode::to_lower(0x130), 0x69u);     // İ -> i (first code point of "i̇")
+    EXPECT_EQ(unicode::nfd_base(0xE9), 0x65u);      // é -> e
+    EXPECT_EQ(unicode::nfd_base(0x1E69), 0x73u);    // ṩ -> s
+    EXPECT_EQ(unicode::nfd_base(0x4E2D), 0x4E2Du);  // 中 unchanged
     EXPECT_TRUE(unicode::is_whitespace(0x85));
     EXPECT_TRUE(unicode::is_whitespace(0x3000));
     EXPECT_FALSE(unicode::is_whitespace(0x200B));
 }
 
 TEST(Utf8, LenientDecodingAsLlamaCpp) {
-    EXPECT_EQ(unicode::canonicalize("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+    EXPECT_EQ(unicode::canonicalize("a\xFF"
+                                    "b"),
+              "a\xEF\xBF\xBD"
+              "b");
     EXPECT_EQ(unicode::canonicalize("\xC0\x80"), std::string(1, '\0'));  // overlong NUL
-    EXPECT_EQ(unicode::canonicalize("\xED\xA0\x80"), "\xED\xA0\x80");   // surrogate kept
-    EXPECT_EQ(unicode::canonicalize("\xF4\x90\x80\x80"),                // past U+10FFFF
+    EXPECT_EQ(unicode::canonicalize("\xED\xA0\x80"), "\xED\xA0\x80");    // surrogate kept
+    EXPECT_EQ(unicode::canonicalize("\xF4\x90\x80\x80"),                 // past U+10FFFF
               "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
     EXPECT_TRUE(unicode::is_canonical("h\xC3\xA9llo \xF0\x9F\xA6\x99"));
     EXPECT_FALSE(unicode::is_canonical("\xC3"));

@@ -82,7 +82,8 @@ TEST(SpecialTokens, SentencePieceLeadingSpaceRule) {
 TEST(SpecialTokens, ByteFallbackDecodesToBytes) {
     MINFER_REQUIRE_FIXTURE(path, "models/stories260K.gguf");
     const Tokenizer tok = load_tokenizer(path);
-    const std::string text = "Lily saw \xF0\x9F\xA6\x99 and \xE4\xB8\xAD!";  // 🦙 中: byte tokens
+    const std::string text =
+        "Lily saw \xF0\x9F\xA6\x99 and \xE4\xB8\xAD!";  // 🦙 中: byte tokens
     const std::vector<int32_t> ids = tok.tokenize(text, false, false);
     int bytes = 0;
     for (int32_t id : ids) bytes += tok.token_text(id).substr(0, 3) == "<0x";
@@ -115,14 +116,19 @@ TEST(SpecialTokens, LongestTokenFirstAsLlamaCpp) {
     std::vector<SyntheticToken> tokens = spm_base_tokens();
     tokens.push_back({"ab", 3});   // control
     tokens.push_back({"bcd", 3});  // control, longer: cut first
-    tokens.push_back({"\xE2\x96\x81" "a", 1, -1.0f});
+    tokens.push_back(
+        {"\xE2\x96\x81"
+         "a",
+         1, -1.0f});
     tokens.push_back({"\xE2\x96\x81", 1, -2.0f});
     tokens.push_back({"<user>", 4});  // user-defined: cut even without parse_special
     const int32_t ab = 259, bcd = 260, space_a = 261, space = 262, user = 263;
     const Tokenizer tok = Tokenizer::from_gguf(make_metadata("llama", tokens));
     EXPECT_EQ(tok.tokenize("abcd", false, true), (std::vector<int32_t>{space_a, bcd}));
-    EXPECT_EQ(tok.tokenize("xabx", false, true), (std::vector<int32_t>{space, 3 + 'x', ab, space, 3 + 'x'}));
-    EXPECT_EQ(tok.tokenize("a<user>a", false, false), (std::vector<int32_t>{space_a, user, space_a}));
+    EXPECT_EQ(tok.tokenize("xabx", false, true),
+              (std::vector<int32_t>{space, 3 + 'x', ab, space, 3 + 'x'}));
+    EXPECT_EQ(tok.tokenize("a<user>a", false, false),
+              (std::vector<int32_t>{space_a, user, space_a}));
 }
 
 }  // namespace

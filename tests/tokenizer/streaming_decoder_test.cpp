@@ -29,7 +29,10 @@ TEST(StreamingDecoder, ReplacesInvalidBytesLikePython) {
     const Tokenizer tok = load_tokenizer(path);
     StreamingDecoder d(tok);
     EXPECT_EQ(d.feed_bytes("\xFF"), "\xEF\xBF\xBD");
-    EXPECT_EQ(d.feed_bytes("\xE2\x82" "A"), "\xEF\xBF\xBD" "A");  // one U+FFFD for E2 82
+    EXPECT_EQ(d.feed_bytes("\xE2\x82"
+                           "A"),
+              "\xEF\xBF\xBD"
+              "A");                                                   // one U+FFFD for E2 82
     EXPECT_EQ(d.feed_bytes("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong: two
     EXPECT_EQ(d.feed_bytes("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
     EXPECT_EQ(d.feed_bytes("\xF0\x9F"), "");
@@ -46,7 +49,8 @@ TEST(StreamingDecoder, ByteTokensJoinIntoOneCharacter) {
     std::vector<std::string> parts;
     for (int32_t id : ids) parts.push_back(d.feed(id));
     ASSERT_GE(parts.size(), 4u);
-    for (std::size_t i = 0; i + 1 < parts.size(); ++i) EXPECT_EQ(parts[i].find('\xF0'), std::string::npos);
+    for (std::size_t i = 0; i + 1 < parts.size(); ++i)
+        EXPECT_EQ(parts[i].find('\xF0'), std::string::npos);
     EXPECT_EQ(parts.back(), "\xF0\x9F\xA6\x99");
     EXPECT_EQ(d.finish(), "");
 }
