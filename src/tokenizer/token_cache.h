@@ -17,7 +17,7 @@ class TokenCache {
     static constexpr std::size_t kMaxWordBytes = 64;  // longer words are rare: not cached
     static constexpr std::size_t kMaxEntries = 1 << 18;
 
-    // The ids cached for `word`, or nullopt-like empty span with found == false.
+    // Appends the ids cached for `word` to `out`; false when the word is not cached.
     bool find(std::string_view word, std::vector<int32_t>& out) const {
         const auto it = map_.find(word);
         if (it == map_.end()) return false;
