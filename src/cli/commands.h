@@ -13,5 +13,7 @@ void add_chat_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_template_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
+void add_detokenize_command(CLI::App& app);
 
 }  // namespace minfer::cli

@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
     minfer::cli::add_bench_command(app);
     minfer::cli::add_template_command(app);
     minfer::cli::add_quantize_command(app);
+    minfer::cli::add_tokenize_command(app);
+    minfer::cli::add_detokenize_command(app);
 
     std::string help_topic;
     CLI::App* help = app.add_subcommand("help", "Show help for a command: minfer help COMMAND");

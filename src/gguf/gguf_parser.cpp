@@ -220,7 +220,9 @@ private:
         switch (element_type) {
             case GgufType::String: {
                 std::vector<std::string_view> strings(count);
-                for (auto& s : strings) s = in_.read_string(concat("string element of array '", key, "'"));
+                // Built once: formatting it per element cost more than parsing (300k-token vocabularies).
+                const std::string what = concat("string element of array '", key, "'");
+                for (auto& s : strings) s = in_.read_string(what);
                 return GgufArray::view_strings(std::move(strings));
             }
             case GgufType::Array: {

@@ -11,7 +11,7 @@ namespace minfer {
 namespace {
 
 struct Symbol {
-    int32_t id;      // symbol id (see BpeTokenizer)
+    int32_t id;  // symbol id (see BpeTokenizer)
     int32_t prev;
     int32_t next;
     uint32_t begin;  // byte offset in the word
@@ -57,9 +57,10 @@ BpeTokenizer::BpeTokenizer(const Vocabulary& vocab, const GgufMetadata& meta) {
                                  "tokenizers need their merges)"));
     }
     if (merges->element_type() != GgufType::String) {
-        throw FormatError(concat(meta.source(), ": metadata key 'tokenizer.ggml.merges' has "
-                                 "elements of type ", gguf_type_name(merges->element_type()),
-                                 ", expected string"));
+        throw FormatError(concat(meta.source(),
+                                 ": metadata key 'tokenizer.ggml.merges' has "
+                                 "elements of type ",
+                                 gguf_type_name(merges->element_type()), ", expected string"));
     }
     // Symbol ids must stay below 2^31: vocabulary + up to three new texts per merge.
     if (merges->size() > static_cast<uint64_t>((INT32_MAX - vocab.size()) / 3 - 256)) {

@@ -1,8 +1,8 @@
 #pragma once
 // Byte-level BPE (tokenizer.ggml.model = gpt2), as llama.cpp runs it: each pre-tokenized word is
 // turned into one symbol per byte (in GPT-2's byte-level form), then the adjacent pair with the
-// lowest merge rank (leftmost on ties) is joined until no merge applies. Symbols are ids: vocabulary
-// ids for texts that are tokens, further ids for merge parts and results that are not.
+// lowest merge rank (leftmost on ties) is joined until no merge applies. Symbols are ids:
+// vocabulary ids for texts that are tokens, further ids for merge parts and results that are not.
 
 #include <array>
 #include <cstdint>
@@ -17,7 +17,7 @@ namespace minfer {
 class GgufMetadata;
 
 class BpeTokenizer {
-public:
+  public:
     BpeTokenizer() = default;
     // Reads tokenizer.ggml.merges ("left right" strings, rank = index). Throws FormatError.
     BpeTokenizer(const Vocabulary& vocab, const GgufMetadata& meta);
@@ -28,7 +28,7 @@ public:
 
     std::size_t merge_count() const { return merges_.size(); }
 
-private:
+  private:
     int32_t symbol_of(const Vocabulary& vocab, std::string_view text, bool create);
     void append_fallback(const Vocabulary& vocab, std::string_view bytes,
                          std::vector<int32_t>& out) const;

@@ -35,8 +35,12 @@ const Tables& tables() {
 
 }  // namespace
 
-uint32_t codepoint_of(uint8_t byte) { return tables().codepoint[byte]; }
-std::string_view utf8_of(uint8_t byte) { return tables().utf8[byte]; }
+uint32_t codepoint_of(uint8_t byte) {
+    return tables().codepoint[byte];
+}
+std::string_view utf8_of(uint8_t byte) {
+    return tables().utf8[byte];
+}
 
 int byte_of(uint32_t cp) {
     const Tables& t = tables();

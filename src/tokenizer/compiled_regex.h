@@ -11,7 +11,7 @@
 namespace minfer {
 
 class CompiledRegex {
-public:
+  public:
     // Throws Error if the pattern does not compile (patterns are ours, so that is a bug).
     explicit CompiledRegex(std::string_view pattern);
     ~CompiledRegex();
@@ -26,7 +26,7 @@ public:
     void split(std::string_view subject, uint32_t begin, uint32_t end,
                std::vector<uint32_t>& ends) const;
 
-private:
+  private:
     struct Code;
     std::string pattern_;
     std::unique_ptr<Code> code_;

@@ -7,7 +7,7 @@ namespace {
 
 // Reads code points of one piece; positions are byte offsets into the whole text.
 class PieceReader {
-public:
+  public:
     PieceReader(std::string_view text, uint32_t end) : text_(text.substr(0, end)), end_(end) {}
 
     bool in_range(uint32_t pos) const { return pos < end_; }
@@ -37,15 +37,19 @@ public:
     }
     char byte(uint32_t pos) const { return in_range(pos) ? text_[pos] : '\0'; }
 
-private:
+  private:
     std::string_view text_;
     uint32_t end_;
 };
 
 constexpr uint8_t kLetterNumberSpace = unicode::kLetter | unicode::kNumber | unicode::kWhitespace;
 
-bool is_other(uint8_t f) { return f != 0 && (f & kLetterNumberSpace) == 0; }
-bool is_cr_lf(char c) { return c == '\r' || c == '\n'; }
+bool is_other(uint8_t f) {
+    return f != 0 && (f & kLetterNumberSpace) == 0;
+}
+bool is_cr_lf(char c) {
+    return c == '\r' || c == '\n';
+}
 
 // Length of 's 't 're 've 'm 'll 'd at pos (case-insensitive when asked), or 0.
 uint32_t contraction_length(const PieceReader& r, uint32_t pos, bool any_case) {

@@ -19,7 +19,7 @@ inline std::size_t table_capacity_for(std::size_t n) {
 
 // Maps texts to ids. `key_of(id)` returns the text of an id already stored.
 class TextIdTable {
-public:
+  public:
     explicit TextIdTable(std::size_t expected = 0) { rehash(table_capacity_for(expected)); }
 
     template <class KeyOf>
@@ -53,7 +53,7 @@ public:
 
     std::size_t size() const { return size_; }
 
-private:
+  private:
     struct Slot {
         uint32_t hash = 0;
         int32_t id = -1;
@@ -84,7 +84,7 @@ private:
 // Maps a pair of BPE symbol ids to the merge that joins them: its rank (lower merges first) and
 // the symbol id of the joined text.
 class MergeTable {
-public:
+  public:
     struct Merge {
         int32_t rank = -1;
         int32_t result = -1;
@@ -119,7 +119,7 @@ public:
 
     std::size_t size() const { return size_; }
 
-private:
+  private:
     struct Slot {
         uint64_t key = 0;
         Merge merge;

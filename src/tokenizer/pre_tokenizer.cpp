@@ -26,15 +26,17 @@ constexpr std::string_view kDeepseekLetters =
 // before matching, so it never matches this range; the range here starts at U+3001 instead.
 constexpr std::string_view kDeepseekPunct =
     R"re(\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3001}-\x{3002}]+)re";
-// DeepSeek's [一-龥ࠀ-一가-퟿] (U+0800..U+4E00 is in the original); the whitespace code points
-// inside it are cut out for the same reason as above.
+// DeepSeek's [一-龥ࠀ-一가-퟿] (U+0800..U+4E00 is in the original); the whitespace code
+// points inside it are cut out for the same reason as above.
 constexpr std::string_view kDeepseekCjk =
     R"re([\x{4E00}-\x{9FA5}\x{800}-\x{167F}\x{1681}-\x{1FFF}\x{200B}-\x{2027}\x{202A}-\x{202E}\x{2030}-\x{205E}\x{2060}-\x{2FFF}\x{3001}-\x{4E00}\x{AC00}-\x{D7FF}]+)re";
-constexpr std::string_view kPoro = R"re( ?[^(\s|.,!?\x{2026}\x{3002}\x{FF0C}\x{3001}\x{964}\x{6D4}\x{60C})]+)re";
+constexpr std::string_view kPoro =
+    R"re( ?[^(\s|.,!?\x{2026}\x{3002}\x{FF0C}\x{3001}\x{964}\x{6D4}\x{60C})]+)re";
 
 std::vector<PreTokenizerSpec> make_specs() {
     std::vector<PreTokenizerSpec> s;
-    const auto add = [&](std::vector<std::string_view> names, std::vector<std::string_view> patterns) -> PreTokenizerSpec& {
+    const auto add = [&](std::vector<std::string_view> names,
+                         std::vector<std::string_view> patterns) -> PreTokenizerSpec& {
         s.push_back(PreTokenizerSpec{std::move(names), std::move(patterns)});
         return s.back();
     };
@@ -45,9 +47,11 @@ std::vector<PreTokenizerSpec> make_specs() {
         llama3.add_bos = true;
     }
     add({"dbrx", "smaug-bpe"}, {kLlama3});
-    add({"deepseek-llm"}, {"[\r\n]", kDeepseekLetters, kDeepseekPunct, R"re(\s+$)re", kDeepseekCjk, R"re(\p{N}+)re"})
+    add({"deepseek-llm"},
+        {"[\r\n]", kDeepseekLetters, kDeepseekPunct, R"re(\s+$)re", kDeepseekCjk, R"re(\p{N}+)re"})
         .clean_spaces = false;
-    add({"deepseek-coder"}, {"[\r\n]", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re", kDeepseekCjk, R"re(\p{N})re"})
+    add({"deepseek-coder"},
+        {"[\r\n]", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re", kDeepseekCjk, R"re(\p{N})re"})
         .clean_spaces = false;
     add({"falcon"}, {R"re([\p{P}\$\+<=>\^~\|`]+)re", kGpt2, "[0-9][0-9][0-9]"});
     add({"starcoder", "refact", "codeshell", "exaone", "minerva-7b"}, {R"re(\p{N})re", kGpt2});
@@ -69,9 +73,10 @@ std::vector<PreTokenizerSpec> make_specs() {
         tekken.add_bos = true;
     }
     {
-        auto& chameleon = add({"chameleon"}, {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
-                                              R"re(([\t\n]|    |  ))re", R"re(\p{N})re",
-                                              R"re([\p{P}!-/:-@\[-`{-~])re", kGpt2});
+        auto& chameleon =
+            add({"chameleon"},
+                {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
+                 R"re(([\t\n]|    |  ))re", R"re(\p{N})re", R"re([\p{P}!-/:-@\[-`{-~])re", kGpt2});
         chameleon.add_bos = true;
         chameleon.clean_spaces = false;
     }
@@ -103,8 +108,10 @@ std::string widen_whitespace(std::string_view pattern) {
             }
             continue;
         }
-        if (c == '[' && !in_class) in_class = true;
-        else if (c == ']' && in_class) in_class = false;
+        if (c == '[' && !in_class)
+            in_class = true;
+        else if (c == ']' && in_class)
+            in_class = false;
         out += c;
     }
     return out;
@@ -166,7 +173,9 @@ const PreTokenizerSpec* find_pre_tokenizer(std::string_view name) {
     return nullptr;
 }
 
-const PreTokenizerSpec& default_pre_tokenizer() { return all_pre_tokenizers().front(); }
+const PreTokenizerSpec& default_pre_tokenizer() {
+    return all_pre_tokenizers().front();
+}
 
 PreTokenizer::PreTokenizer(const PreTokenizerSpec& spec) {
     for (std::string_view pattern : spec.patterns) {
@@ -183,8 +192,7 @@ void PreTokenizer::split(std::string_view text, std::vector<uint32_t>& word_ends
     run(text, word_ends, false);
 }
 
-void PreTokenizer::split_with_regex(std::string_view text,
-                                    std::vector<uint32_t>& word_ends) const {
+void PreTokenizer::split_with_regex(std::string_view text, std::vector<uint32_t>& word_ends) const {
     run(text, word_ends, true);
 }
 
@@ -208,10 +216,18 @@ void PreTokenizer::run(std::string_view text, std::vector<uint32_t>& word_ends,
         uint32_t begin = 0;
         for (uint32_t end : pieces) {
             switch (regex_only ? FastKind::None : stage.fast) {
-                case FastKind::Gpt2: split_gpt2(text, begin, end, next); break;
-                case FastKind::Llama3: split_llama3(text, begin, end, 3, next); break;
-                case FastKind::Qwen2: split_llama3(text, begin, end, 1, next); break;
-                case FastKind::None: stage.regex->split(match, begin, end, next); break;
+                case FastKind::Gpt2:
+                    split_gpt2(text, begin, end, next);
+                    break;
+                case FastKind::Llama3:
+                    split_llama3(text, begin, end, 3, next);
+                    break;
+                case FastKind::Qwen2:
+                    split_llama3(text, begin, end, 1, next);
+                    break;
+                case FastKind::None:
+                    stage.regex->split(match, begin, end, next);
+                    break;
             }
             begin = end;
         }

@@ -19,7 +19,7 @@ class CompiledRegex;
 struct PreTokenizerSpec {
     std::vector<std::string_view> names;  // values of tokenizer.ggml.pre that select it
     std::vector<std::string_view> patterns;
-    bool clean_spaces = true;    // detokenize removes " ," " ." " 's" ... (HF clean_up_tokenization)
+    bool clean_spaces = true;  // detokenize removes " ," " ." " 's" ... (HF clean_up_tokenization)
     bool ignore_merges = false;  // a word that is itself a token skips the merges
     bool add_bos = false;        // default of add_bos_token
     bool no_bos = false;         // the family has no BOS token
@@ -33,7 +33,7 @@ const PreTokenizerSpec& default_pre_tokenizer();
 const std::vector<PreTokenizerSpec>& all_pre_tokenizers();
 
 class PreTokenizer {
-public:
+  public:
     explicit PreTokenizer(const PreTokenizerSpec& spec);
     ~PreTokenizer();
     PreTokenizer(PreTokenizer&&) noexcept;
@@ -45,7 +45,7 @@ public:
     // The same, running every stage through PCRE2 (tests compare it with split()).
     void split_with_regex(std::string_view text, std::vector<uint32_t>& word_ends) const;
 
-private:
+  private:
     struct Stage;
     void run(std::string_view text, std::vector<uint32_t>& word_ends, bool regex_only) const;
 

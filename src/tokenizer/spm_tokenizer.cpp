@@ -63,8 +63,8 @@ SpmTokenizer::SpmTokenizer(const Vocabulary& vocab) {
     }
 }
 
-void SpmTokenizer::encode(const Vocabulary& vocab, std::string_view text,
-                          std::vector<int32_t>& out, TokenCache& cache) const {
+void SpmTokenizer::encode(const Vocabulary& vocab, std::string_view text, std::vector<int32_t>& out,
+                          TokenCache& cache) const {
     if (!words_are_independent_) {
         encode_chunk(vocab, text, out);
         return;
@@ -101,8 +101,8 @@ void SpmTokenizer::encode_chunk(const Vocabulary& vocab, std::string_view text,
     std::vector<Symbol> symbols;
     symbols.reserve(text.size());
     for (std::size_t pos = 0; pos < text.size();) {
-        const std::size_t n = std::min(unicode::sequence_length(static_cast<unsigned char>(text[pos])),
-                                       text.size() - pos);
+        const std::size_t n = std::min(
+            unicode::sequence_length(static_cast<unsigned char>(text[pos])), text.size() - pos);
         const auto index = static_cast<int32_t>(symbols.size());
         symbols.push_back(Symbol{index - 1, pos + n == text.size() ? -1 : index + 1,
                                  static_cast<uint32_t>(pos), static_cast<uint32_t>(n)});

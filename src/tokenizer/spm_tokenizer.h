@@ -16,7 +16,7 @@ namespace minfer {
 class TokenCache;
 
 class SpmTokenizer {
-public:
+  public:
     SpmTokenizer() = default;
     explicit SpmTokenizer(const Vocabulary& vocab);
 
@@ -27,7 +27,7 @@ public:
     // The token for a byte that has no piece (<0xNN>, else the byte itself, else UNK).
     int32_t byte_token(uint8_t byte) const { return byte_tokens_[byte]; }
 
-private:
+  private:
     void encode_chunk(const Vocabulary& vocab, std::string_view text,
                       std::vector<int32_t>& out) const;
 

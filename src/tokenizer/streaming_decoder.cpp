@@ -74,7 +74,9 @@ std::string StreamingDecoder::feed_bytes(std::string_view bytes) {
     return drain(pending_, false);
 }
 
-std::string StreamingDecoder::finish() { return drain(pending_, true); }
+std::string StreamingDecoder::finish() {
+    return drain(pending_, true);
+}
 
 std::string sanitize_utf8(std::string_view bytes) {
     std::string pending(bytes);

@@ -17,7 +17,7 @@ namespace minfer {
 class Tokenizer;
 
 class StreamingDecoder {
-public:
+  public:
     // The tokenizer must outlive the decoder.
     explicit StreamingDecoder(const Tokenizer& tokenizer, bool show_special = false);
 
@@ -32,7 +32,7 @@ public:
     std::size_t pending() const { return pending_.size(); }
     void reset() { pending_.clear(); }
 
-private:
+  private:
     const Tokenizer* tokenizer_;
     bool show_special_;
     std::string pending_;

@@ -13,11 +13,11 @@
 namespace minfer {
 
 class TokenCache {
-public:
+  public:
     static constexpr std::size_t kMaxWordBytes = 64;  // longer words are rare: not cached
     static constexpr std::size_t kMaxEntries = 1 << 18;
 
-    // The ids cached for `word`, or nullopt-like empty span with found == false.
+    // Appends the ids cached for `word` to `out`; false when the word is not cached.
     bool find(std::string_view word, std::vector<int32_t>& out) const {
         const auto it = map_.find(word);
         if (it == map_.end()) return false;
@@ -32,7 +32,7 @@ public:
         ids_.insert(ids_.end(), ids.begin(), ids.end());
     }
 
-private:
+  private:
     std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> map_;  // word -> ids_ range
     std::vector<int32_t> ids_;
 };

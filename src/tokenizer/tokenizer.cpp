@@ -62,12 +62,15 @@ Tokenizer Tokenizer::from_gguf(const GgufMetadata& metadata) {
     auto impl = std::make_unique<Impl>();
     impl->vocab = Vocabulary::load(metadata);
     switch (impl->vocab.kind) {
-        case VocabKind::Spm: impl->spm = SpmTokenizer(impl->vocab); break;
+        case VocabKind::Spm:
+            impl->spm = SpmTokenizer(impl->vocab);
+            break;
         case VocabKind::Bpe:
             impl->bpe = BpeTokenizer(impl->vocab, metadata);
             impl->pre.emplace(*impl->vocab.pre);
             break;
-        case VocabKind::Wpm: break;
+        case VocabKind::Wpm:
+            break;
     }
     return Tokenizer(std::move(impl));
 }
@@ -87,7 +90,7 @@ std::vector<int32_t> Tokenizer::tokenize(std::string_view text, bool add_special
     switch (v.kind) {
         case VocabKind::Spm: {
             if (add_special && v.add_bos && v.special.bos != kNoToken) out.push_back(v.special.bos);
-            bool prev_special = true;  // the first text fragment gets the space prefix
+            bool prev_special = true;         // the first text fragment gets the space prefix
             std::deque<std::string> escaped;  // kept in place: the cache holds views into them
             for (const Fragment& f : fragments) {
                 if (!f.is_text()) {
@@ -164,14 +167,30 @@ std::string Tokenizer::detokenize(std::span<const int32_t> ids, bool show_specia
     return text;
 }
 
-int32_t Tokenizer::n_vocab() const { return impl_->vocab.size(); }
-std::optional<int32_t> Tokenizer::bos() const { return optional_id(impl_->vocab.special.bos); }
-std::optional<int32_t> Tokenizer::eos() const { return optional_id(impl_->vocab.special.eos); }
-std::optional<int32_t> Tokenizer::eot() const { return optional_id(impl_->vocab.special.eot); }
-std::optional<int32_t> Tokenizer::pad() const { return optional_id(impl_->vocab.special.pad); }
-std::optional<int32_t> Tokenizer::unk() const { return optional_id(impl_->vocab.special.unk); }
-std::optional<int32_t> Tokenizer::sep() const { return optional_id(impl_->vocab.special.sep); }
-bool Tokenizer::is_eog(int32_t id) const { return impl_->vocab.is_eog(id); }
+int32_t Tokenizer::n_vocab() const {
+    return impl_->vocab.size();
+}
+std::optional<int32_t> Tokenizer::bos() const {
+    return optional_id(impl_->vocab.special.bos);
+}
+std::optional<int32_t> Tokenizer::eos() const {
+    return optional_id(impl_->vocab.special.eos);
+}
+std::optional<int32_t> Tokenizer::eot() const {
+    return optional_id(impl_->vocab.special.eot);
+}
+std::optional<int32_t> Tokenizer::pad() const {
+    return optional_id(impl_->vocab.special.pad);
+}
+std::optional<int32_t> Tokenizer::unk() const {
+    return optional_id(impl_->vocab.special.unk);
+}
+std::optional<int32_t> Tokenizer::sep() const {
+    return optional_id(impl_->vocab.special.sep);
+}
+bool Tokenizer::is_eog(int32_t id) const {
+    return impl_->vocab.is_eog(id);
+}
 bool Tokenizer::is_control(int32_t id) const {
     return impl_->vocab.contains(id) && (impl_->vocab.attrs[id] & attr::kControl);
 }
@@ -184,8 +203,12 @@ bool Tokenizer::add_eos() const {
     return v.kind == VocabKind::Wpm ? v.special.sep != kNoToken
                                     : v.add_eos && v.special.eos != kNoToken;
 }
-bool Tokenizer::add_space_prefix() const { return impl_->vocab.add_space_prefix; }
-bool Tokenizer::remove_extra_whitespaces() const { return impl_->vocab.remove_extra_whitespaces; }
+bool Tokenizer::add_space_prefix() const {
+    return impl_->vocab.add_space_prefix;
+}
+bool Tokenizer::remove_extra_whitespaces() const {
+    return impl_->vocab.remove_extra_whitespaces;
+}
 
 std::string_view Tokenizer::token_text(int32_t id) const {
     check_id(id);
@@ -196,9 +219,15 @@ float Tokenizer::token_score(int32_t id) const {
     return impl_->vocab.scores[id];
 }
 
-std::string_view Tokenizer::model_name() const { return impl_->vocab.model_name; }
-std::string_view Tokenizer::pre_name() const { return impl_->vocab.pre_name; }
-std::size_t Tokenizer::merge_count() const { return impl_->bpe.merge_count(); }
+std::string_view Tokenizer::model_name() const {
+    return impl_->vocab.model_name;
+}
+std::string_view Tokenizer::pre_name() const {
+    return impl_->vocab.pre_name;
+}
+std::size_t Tokenizer::merge_count() const {
+    return impl_->bpe.merge_count();
+}
 
 std::vector<std::string> Tokenizer::pre_tokenize(std::string_view text, bool regex_only) const {
     std::vector<std::string> words;

@@ -24,7 +24,7 @@ class GgufMetadata;
 struct Vocabulary;
 
 class Tokenizer {
-public:
+  public:
     // Reads the tokenizer.ggml.* keys. Throws FormatError (missing or inconsistent keys),
     // UnsupportedError (another tokenizer model).
     static Tokenizer from_gguf(const GgufMetadata& metadata);
@@ -74,7 +74,7 @@ public:
     // Throws UsageError("token id X is out of range: the vocabulary has N tokens").
     void check_id(int32_t id) const;
 
-private:
+  private:
     struct Impl;
     explicit Tokenizer(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;

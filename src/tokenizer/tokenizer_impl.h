@@ -13,9 +13,9 @@ namespace minfer {
 
 struct Tokenizer::Impl {
     Vocabulary vocab;
-    SpmTokenizer spm;                  // kind Spm
-    BpeTokenizer bpe;                  // kind Bpe
-    std::optional<PreTokenizer> pre;   // kind Bpe
+    SpmTokenizer spm;                 // kind Spm
+    BpeTokenizer bpe;                 // kind Bpe
+    std::optional<PreTokenizer> pre;  // kind Bpe
 };
 
 // detokenizer.cpp

@@ -14,8 +14,8 @@ const std::vector<uint8_t>& flag_table() {
         std::vector<uint8_t> t(kMaxCodepoint + 1, 0);
         for (std::size_t i = 0; i < data::kFlagRangesSize; ++i) {
             const uint32_t begin = data::kFlagRanges[i].start;
-            const uint32_t end = i + 1 < data::kFlagRangesSize ? data::kFlagRanges[i + 1].start
-                                                                : kMaxCodepoint + 1;
+            const uint32_t end =
+                i + 1 < data::kFlagRangesSize ? data::kFlagRanges[i + 1].start : kMaxCodepoint + 1;
             std::fill(t.begin() + begin, t.begin() + end, data::kFlagRanges[i].flags);
         }
         return t;
@@ -37,9 +37,15 @@ uint8_t flags(uint32_t cp) {
     return cp <= kMaxCodepoint ? table[cp] : 0;
 }
 
-uint32_t to_lower(uint32_t cp) { return lookup_pair(data::kLowercase, data::kLowercaseSize, cp); }
-uint32_t nfd_base(uint32_t cp) { return lookup_pair(data::kNfdBase, data::kNfdBaseSize, cp); }
-const char* tables_version() { return data::kUnicodeVersion; }
+uint32_t to_lower(uint32_t cp) {
+    return lookup_pair(data::kLowercase, data::kLowercaseSize, cp);
+}
+uint32_t nfd_base(uint32_t cp) {
+    return lookup_pair(data::kNfdBase, data::kNfdBaseSize, cp);
+}
+const char* tables_version() {
+    return data::kUnicodeVersion;
+}
 
 bool decode(std::string_view text, std::size_t pos, uint32_t& cp, std::size_t& length) {
     const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[pos + i]); };

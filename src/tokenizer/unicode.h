@@ -26,9 +26,15 @@ enum CpFlags : uint8_t {
 
 // Flags of a code point; 0 past U+10FFFF.
 uint8_t flags(uint32_t cp);
-inline bool is_letter(uint32_t cp) { return flags(cp) & kLetter; }
-inline bool is_number(uint32_t cp) { return flags(cp) & kNumber; }
-inline bool is_whitespace(uint32_t cp) { return flags(cp) & kWhitespace; }
+inline bool is_letter(uint32_t cp) {
+    return flags(cp) & kLetter;
+}
+inline bool is_number(uint32_t cp) {
+    return flags(cp) & kNumber;
+}
+inline bool is_whitespace(uint32_t cp) {
+    return flags(cp) & kWhitespace;
+}
 
 // First code point of the lowercase mapping (as Python's str.lower()[0]).
 uint32_t to_lower(uint32_t cp);

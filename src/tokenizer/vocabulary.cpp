@@ -15,7 +15,9 @@ namespace {
 constexpr std::string_view kPrefix = "tokenizer.ggml.";
 constexpr int kMaxWarningsPerKind = 5;
 
-std::string key(std::string_view name) { return concat(kPrefix, name); }
+std::string key(std::string_view name) {
+    return concat(kPrefix, name);
+}
 
 [[noreturn]] void fail(const GgufMetadata& meta, std::string_view name, std::string_view what) {
     throw FormatError(concat(meta.source(), ": metadata key '", key(name), "' ", what));
@@ -23,13 +25,20 @@ std::string key(std::string_view name) { return concat(kPrefix, name); }
 
 uint16_t attr_of_type(int64_t type) {
     switch (static_cast<TokenType>(type)) {
-        case TokenType::Normal: return attr::kNormal;
-        case TokenType::Unknown: return attr::kUnknown;
-        case TokenType::Control: return attr::kControl;
-        case TokenType::UserDefined: return attr::kUserDefined;
-        case TokenType::Unused: return attr::kUnused;
-        case TokenType::Byte: return attr::kByte;
-        default: return attr::kUndefined;
+        case TokenType::Normal:
+            return attr::kNormal;
+        case TokenType::Unknown:
+            return attr::kUnknown;
+        case TokenType::Control:
+            return attr::kControl;
+        case TokenType::UserDefined:
+            return attr::kUserDefined;
+        case TokenType::Unused:
+            return attr::kUnused;
+        case TokenType::Byte:
+            return attr::kByte;
+        default:
+            return attr::kUndefined;
     }
 }
 
@@ -60,8 +69,9 @@ void resolve_pre_tokenizer(Vocabulary& v, const GgufMetadata& meta) {
         // llama.cpp warns for a missing key and refuses an unknown one; minfer warns for both
         log_warning(pre ? concat(meta.source(), ": unknown pre-tokenizer '", *pre,
                                  "', using 'default'; tokens may differ from the model's")
-                        : concat(meta.source(), ": no tokenizer.ggml.pre, using 'default'; "
-                                                "tokens may differ from the model's"));
+                        : concat(meta.source(),
+                                 ": no tokenizer.ggml.pre, using 'default'; "
+                                 "tokens may differ from the model's"));
         v.pre = &default_pre_tokenizer();
         v.pre_name = "default";
     } else {
@@ -77,8 +87,9 @@ void read_tokens(Vocabulary& v, const GgufMetadata& meta) {
     const GgufArray* tokens = meta.get_array_optional(key("tokens"));
     if (tokens == nullptr) fail(meta, "tokens", "is missing");
     if (tokens->element_type() != GgufType::String) {
-        fail(meta, "tokens", concat("has elements of type ", gguf_type_name(tokens->element_type()),
-                                    ", expected string"));
+        fail(meta, "tokens",
+             concat("has elements of type ", gguf_type_name(tokens->element_type()),
+                    ", expected string"));
     }
     const uint64_t n = tokens->size();
     if (n == 0) fail(meta, "tokens", "is empty");
@@ -112,13 +123,15 @@ void read_tokens(Vocabulary& v, const GgufMetadata& meta) {
     }
     v.index = TextIdTable(n);
     const auto text_of = [&v](int32_t id) { return v.texts[id]; };
-    for (std::size_t i = 0; i < n; ++i) v.index.assign(v.texts[i], static_cast<int32_t>(i), text_of);
+    for (std::size_t i = 0; i < n; ++i)
+        v.index.assign(v.texts[i], static_cast<int32_t>(i), text_of);
 
     v.scores.assign(n, 0.0f);
     if (const GgufArray* scores = meta.get_array_optional(key("scores"))) {
         if (scores->element_type() != GgufType::Float32) {
-            fail(meta, "scores", concat("has elements of type ",
-                                        gguf_type_name(scores->element_type()), ", expected f32"));
+            fail(meta, "scores",
+                 concat("has elements of type ", gguf_type_name(scores->element_type()),
+                        ", expected f32"));
         }
         if (scores->size() != n) {
             fail(meta, "scores", concat("has ", scores->size(), " entries, expected ", n));
@@ -128,15 +141,19 @@ void read_tokens(Vocabulary& v, const GgufMetadata& meta) {
     v.attrs.assign(n, attr::kNormal);
     if (const GgufArray* types = meta.get_array_optional(key("token_type"))) {
         if (types->element_type() != GgufType::Int32 && types->element_type() != GgufType::Uint32) {
-            fail(meta, "token_type", concat("has elements of type ",
-                                            gguf_type_name(types->element_type()),
-                                            ", expected i32"));
+            fail(meta, "token_type",
+                 concat("has elements of type ", gguf_type_name(types->element_type()),
+                        ", expected i32"));
         }
         if (types->size() != n) {
             fail(meta, "token_type", concat("has ", types->size(), " entries, expected ", n));
         }
+        const std::vector<int32_t> values = types->element_type() == GgufType::Int32
+                                                ? types->to_vector<int32_t>()
+                                                : std::vector<int32_t>();
         for (std::size_t i = 0; i < n; ++i) {
-            v.attrs[i] = attr_of_type(static_cast<int64_t>(types->number_at(i)));
+            v.attrs[i] = attr_of_type(values.empty() ? static_cast<int64_t>(types->number_at(i))
+                                                     : values[i]);
         }
     }
 }
@@ -144,10 +161,10 @@ void read_tokens(Vocabulary& v, const GgufMetadata& meta) {
 void read_special_ids(Vocabulary& v, const GgufMetadata& meta) {
     SpecialIds& s = v.special;
     const std::initializer_list<std::pair<std::string_view, int32_t*>> keys = {
-        {"bos_token_id", &s.bos},       {"eos_token_id", &s.eos},
-        {"eot_token_id", &s.eot},       {"eom_token_id", &s.eom},
-        {"unknown_token_id", &s.unk},   {"seperator_token_id", &s.sep},
-        {"padding_token_id", &s.pad},   {"mask_token_id", &s.mask},
+        {"bos_token_id", &s.bos},         {"eos_token_id", &s.eos},
+        {"eot_token_id", &s.eot},         {"eom_token_id", &s.eom},
+        {"unknown_token_id", &s.unk},     {"seperator_token_id", &s.sep},
+        {"padding_token_id", &s.pad},     {"mask_token_id", &s.mask},
         {"fim_pre_token_id", &s.fim_pre}, {"fim_suf_token_id", &s.fim_suf},
         {"fim_mid_token_id", &s.fim_mid}, {"fim_pad_token_id", &s.fim_pad},
         {"fim_rep_token_id", &s.fim_rep}, {"fim_sep_token_id", &s.fim_sep},
@@ -163,9 +180,12 @@ void read_special_ids(Vocabulary& v, const GgufMetadata& meta) {
         const bool in_range = value->type() == GgufType::Uint64 || value->type() == GgufType::Int64
                                   ? value->to_double() >= 0 && value->to_double() < v.size()
                                   : value->to_int64() >= 0 && value->to_int64() < v.size();
+        // 0xFFFFFFFF (-1) is how converters write "no such token": keep the default quietly.
+        const bool unset = value->to_double() == -1.0 || value->to_double() == 4294967295.0;
+        if (!in_range && unset) continue;
         if (!in_range) {  // as llama.cpp: keep the default
-            log_warning(concat(meta.source(), ": bad special token: '", key(name), "' = ",
-                               value->to_display_string(), " (vocabulary has ", v.size(),
+            log_warning(concat(meta.source(), ": bad special token: '", key(name),
+                               "' = ", value->to_display_string(), " (vocabulary has ", v.size(),
                                " tokens), using default id ", *id));
             continue;
         }
@@ -209,14 +229,23 @@ void detect_special_by_text(Vocabulary& v, const GgufMetadata& meta) {
     };
     SpecialIds& s = v.special;
     detect(s.eot, {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
-                   "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"});
+                   "<\xEF\xBD\x9C"
+                   "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"});
     detect(s.eom, {"<|eom_id|>"});
     detect(s.fim_pre, {"<|fim_prefix|>", "<fim-prefix>",
-                       "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>"});
+                       "<\xEF\xBD\x9C"
+                       "fim\xE2\x96\x81"
+                       "begin\xEF\xBD\x9C>",
+                       "<PRE>"});
     detect(s.fim_suf, {"<|fim_suffix|>", "<fim-suffix>",
-                       "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>", "<SUF>"});
+                       "<\xEF\xBD\x9C"
+                       "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
+                       "<SUF>"});
     detect(s.fim_mid, {"<|fim_middle|>", "<fim-middle>",
-                       "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>", "<MID>"});
+                       "<\xEF\xBD\x9C"
+                       "fim\xE2\x96\x81"
+                       "end\xEF\xBD\x9C>",
+                       "<MID>"});
     detect(s.fim_pad, {"<|fim_pad|>", "<fim-pad>", "<PAD>"});
     detect(s.fim_rep, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>"});
     detect(s.fim_sep, {"<|file_sep|>"});
@@ -243,9 +272,8 @@ void build_special_cache(Vocabulary& v, const GgufMetadata& meta) {
             v.special_tokens.push_back(id);
         }
     }
-    std::stable_sort(v.special_tokens.begin(), v.special_tokens.end(), [&v](int32_t a, int32_t b) {
-        return v.texts[a].size() > v.texts[b].size();
-    });
+    std::stable_sort(v.special_tokens.begin(), v.special_tokens.end(),
+                     [&v](int32_t a, int32_t b) { return v.texts[a].size() > v.texts[b].size(); });
 
     // Per-model attributes llama.cpp sets by name.
     std::string model_name(meta.get_string_optional("general.name").value_or(""));
@@ -264,7 +292,8 @@ void build_special_cache(Vocabulary& v, const GgufMetadata& meta) {
                model_name.find("phi3") != std::string::npos) {
         for (int32_t id : v.special_tokens) v.attrs[id] |= attr::kRstrip;
         set_attr("</s>", attr::kRstrip, true);
-        for (std::string_view t : {"<unk>", "<s>", "<|endoftext|>"}) set_attr(t, attr::kRstrip, false);
+        for (std::string_view t : {"<unk>", "<s>", "<|endoftext|>"})
+            set_attr(t, attr::kRstrip, false);
     }
 }
 
@@ -286,9 +315,7 @@ void check_byte_tokens(const Vocabulary& v, const GgufMetadata& meta) {
 }  // namespace
 
 uint8_t byte_token_value(std::string_view text) {
-    const auto hex = [](char c) {
-        return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
-    };
+    const auto hex = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
     return static_cast<uint8_t>(hex(text[3]) * 16 + hex(text[4]));
 }
 

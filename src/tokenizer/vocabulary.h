@@ -20,7 +20,13 @@ enum class VocabKind { Spm, Bpe, Wpm };  // tokenizer.ggml.model: llama, gpt2, b
 
 // tokenizer.ggml.token_type values.
 enum class TokenType : int32_t {
-    Undefined = 0, Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6,
+    Undefined = 0,
+    Normal = 1,
+    Unknown = 2,
+    Control = 3,
+    UserDefined = 4,
+    Unused = 5,
+    Byte = 6,
 };
 
 // Token attributes (llama.cpp's llama_token_attr bits).
@@ -62,13 +68,13 @@ struct Vocabulary {
     std::string pre_name;    // tokenizer.ggml.pre as resolved ("default" when missing/unknown)
     const PreTokenizerSpec* pre = nullptr;  // BPE only
 
-    std::vector<char> arena;               // token texts, back to back
-    std::vector<std::string_view> texts;   // views into arena
+    std::vector<char> arena;              // token texts, back to back
+    std::vector<std::string_view> texts;  // views into arena
     std::vector<float> scores;
     std::vector<uint16_t> attrs;
-    std::vector<uint8_t> eog;              // 1 for end-of-generation ids
+    std::vector<uint8_t> eog;  // 1 for end-of-generation ids
     TextIdTable index;
-    std::size_t max_token_length = 0;      // bytes
+    std::size_t max_token_length = 0;  // bytes
 
     SpecialIds special;
     bool add_bos = false;

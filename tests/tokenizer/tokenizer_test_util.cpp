@@ -43,9 +43,9 @@ std::vector<VocabCase> read_vocab_cases(const std::filesystem::path& gguf) {
 }
 
 std::vector<std::string> vocab_families() {
-    return {"llama-spm",      "phi-3",          "gpt-2",     "falcon",
-            "starcoder",      "refact",         "mpt",       "deepseek-coder",
-            "deepseek-llm",   "bert-bge",       "gpt2-llama3-pre", "gpt2-qwen2-pre"};
+    return {"llama-spm",       "phi-3",         "gpt-2",          "falcon",       "starcoder",
+            "refact",          "mpt",           "deepseek-coder", "deepseek-llm", "bert-bge",
+            "gpt2-llama3-pre", "gpt2-qwen2-pre"};
 }
 
 }  // namespace minfer::test
