@@ -46,7 +46,7 @@ TEST(ChatCommand, ScriptedTurnsReuseTheCache) {
     // the end of the answer, the new user message and the generation prompt.
     EXPECT_EQ(turns[0].reused, 0);
     EXPECT_GT(turns[1].reused, turns[0].evaluated);
-    EXPECT_LT(turns[1].evaluated, 20);
+    EXPECT_LT(turns[1].evaluated, turns[1].reused / 2);
     // After /clear the conversation starts over: only the shared system prefix is reused, and the
     // same greedy question gets the same answer as in turn 1.
     EXPECT_LT(turns[2].reused, turns[0].evaluated);
@@ -67,52 +67,72 @@ TEST(ChatCommand, SystemPromptAndExit) {
     EXPECT_EQ(parse_stats(r.err).size(), 1u);
 }
 
-// Reads from fd until `needle` appears in what was read since the call, or the deadline passes.
-bool read_until(int fd, const std::string& needle, std::string& seen, int timeout_ms) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    const std::size_t start = seen.size();
-    while (std::chrono::steady_clock::now() < deadline) {
-        pollfd p{fd, POLLIN, 0};
-        if (poll(&p, 1, 50) > 0) {
-            char buf[4096];
-            const ssize_t n = read(fd, buf, sizeof(buf));
-            if (n <= 0) return false;
-            seen.append(buf, static_cast<std::size_t>(n));
-            if (seen.find(needle, start) != std::string::npos) return true;
+// What a pseudo-terminal's program wrote, read as it comes; expect() moves a cursor past each match.
+class PtyReader {
+public:
+    explicit PtyReader(int fd) : fd_(fd) {}
+
+    // Waits until `needle` appears after the cursor; moves the cursor past it.
+    bool expect(const std::string& needle, int timeout_ms = 20000) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+        while (true) {
+            if (const auto at = seen_.find(needle, cursor_); at != std::string::npos) {
+                cursor_ = at + needle.size();
+                return true;
+            }
+            if (std::chrono::steady_clock::now() >= deadline || !read_some()) return false;
         }
     }
-    return false;
-}
+    const std::string& seen() const { return seen_; }
+
+private:
+    bool read_some() {
+        pollfd p{fd_, POLLIN, 0};
+        if (poll(&p, 1, 50) <= 0) return true;
+        char buf[4096];
+        const ssize_t n = read(fd_, buf, sizeof(buf));
+        if (n <= 0) return false;
+        seen_.append(buf, static_cast<std::size_t>(n));
+        return true;
+    }
+
+    int fd_;
+    std::string seen_;
+    std::size_t cursor_ = 0;
+};
 
 TEST(ChatCommand, CtrlCStopsTheAnswerOnATerminal) {
-    MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
+    MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-f16.gguf");
     int master = -1;
     const pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-        // Ban the end-of-text token (id 2) so the answer runs until interrupted or the context fills.
-        execl(MINFER_BINARY, "minfer", "chat", model.c_str(), "--temp", "1", "--ctx", "2048", "--logit-bias", "2-inf",
-              "--stats", static_cast<char*>(nullptr));
+        // Ban the end-of-text token (id 2) so the answer runs until interrupted or the 4096-token
+        // context fills (seconds on this model).
+        execl(MINFER_BINARY, "minfer", "chat", model.c_str(), "--temp", "1", "--ctx", "4096", "--logit-bias", "2-inf",
+              "--stats", "-t", "1", static_cast<char*>(nullptr));
         _exit(127);
     }
-    std::string seen;
-    ASSERT_TRUE(read_until(master, "> ", seen, 20000)) << seen;
+    PtyReader pty(master);
+    ASSERT_TRUE(pty.expect("> ")) << pty.seen();
+    usleep(300000);  // let line editing take over the terminal before typing
     ASSERT_EQ(write(master, "Once upon a time\r", 17), 17);
-    ASSERT_TRUE(read_until(master, " ", seen, 10000)) << seen;  // the answer has started
-    ASSERT_EQ(write(master, "\x03", 1), 1);                      // Ctrl-C
-    ASSERT_TRUE(read_until(master, "stop: interrupted", seen, 20000)) << seen;
-    ASSERT_TRUE(read_until(master, "> ", seen, 10000)) << seen;  // back at the prompt
+    ASSERT_TRUE(pty.expect("Once upon a time")) << pty.seen();
+    ASSERT_TRUE(pty.expect("\n")) << pty.seen();
+    usleep(300000);                           // the answer is being written
+    ASSERT_EQ(write(master, "\x03", 1), 1);  // Ctrl-C
+    ASSERT_TRUE(pty.expect("stop: interrupted")) << pty.seen();
+    ASSERT_TRUE(pty.expect("> ")) << pty.seen();  // back at the prompt
     ASSERT_EQ(write(master, "/exit\r", 6), 6);
     int status = 0;
     for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(50000);
-    if (waitpid(pid, &status, WNOHANG) == 0 && !WIFEXITED(status)) {
+    if (!WIFEXITED(status)) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
-        FAIL() << "minfer chat did not exit after /exit: " << seen;
+        FAIL() << "minfer chat did not exit after /exit: " << pty.seen();
     }
     close(master);
-    EXPECT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0) << seen;
+    EXPECT_EQ(WEXITSTATUS(status), 0) << pty.seen();
 }
 
 TEST(BenchCommand, PrintsATableAndJson) {
