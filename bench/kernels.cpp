@@ -169,14 +169,21 @@ const Weights& weights_of(GgmlType type) {
     static std::map<GgmlType, Weights> cache;
     auto it = cache.find(type);
     if (it != cache.end()) return it->second;
-    std::mt19937 rng(42);
-    std::normal_distribution<float> normal(0.0f, 0.02f);
+    // Roughly normal weights (sum of 4 uniforms) from a cheap generator: setup stays fast.
+    uint64_t state = 0x9E3779B97F4A7C15ull;
+    auto uniform = [&state] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return static_cast<float>(state >> 40) * 0x1p-24f - 0.5f;
+    };
+    auto normal = [&] { return (uniform() + uniform() + uniform() + uniform()) * 0.035f; };
     std::vector<float> row(kDim);
     Weights w;
     const std::size_t row_bytes = minfer::row_size(type, kDim);
     w.bytes.resize(row_bytes * kDim);
     for (int64_t r = 0; r < kDim; ++r) {
-        for (float& v : row) v = normal(rng);
+        for (float& v : row) v = normal();
         minfer::quantize_row(type, row.data(), w.bytes.data() + r * row_bytes, kDim);
     }
     return cache.emplace(type, std::move(w)).first->second;

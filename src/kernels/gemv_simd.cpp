@@ -67,12 +67,16 @@ inline __m256i Load256(const void* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-// Per-call view of Q8_0 activations: block scales as f32 and -8 * sum(q) per block (the
-// correction for Q4_0's offset of 8 when its nibbles are used unsigned).
+// Per-call view of Q8_0 activations: block scales as f32 and, per block, a vector whose first
+// lane is -8 * sum(q): the start value of Q4_0's integer accumulator, which corrects for using
+// its nibbles unsigned (0..15) instead of q - 8.
+struct alignas(32) Int32x8 {
+    int32_t lanes[8];
+};
 struct Q8_0View {
     const block_q8_0* blocks;
     std::vector<float> d;
-    std::vector<int32_t> neg8_sum;
+    std::vector<Int32x8> neg8_sum;
 };
 
 void PrepareQ8_0(const std::byte* row, int64_t n_blocks, Q8_0View& v) {
@@ -83,37 +87,28 @@ void PrepareQ8_0(const std::byte* row, int64_t n_blocks, Q8_0View& v) {
         v.d[b] = HalfToFloat(v.blocks[b].d);
         int32_t sum = 0;
         for (int i = 0; i < 32; ++i) sum += v.blocks[b].qs[i];
-        v.neg8_sum[b] = -8 * sum;
+        v.neg8_sum[b] = Int32x8{{-8 * sum, 0, 0, 0, 0, 0, 0, 0}};
     }
 }
 
 template <bool kVnni>
+inline __m256 Q4_0Block(const block_q4_0& w, const Q8_0View& a, int64_t b, __m256 acc) {
+    const __m256i start = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.neg8_sum[b]));
+    const __m256i p = DotU8S8<kVnni>(start, Nibbles32(w.qs), Load256(a.blocks[b].qs));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(HalfToFloat(w.d) * a.d[b]), acc);
+}
+
+template <bool kVnni>
 float DotQ4_0(const block_q4_0* w, const Q8_0View& a, int64_t n_blocks) {
-    __m256 acc0 = _mm256_setzero_ps();
-    __m256 acc1 = _mm256_setzero_ps();
-    float correction = 0.0f;
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
     int64_t b = 0;
-    for (; b + 2 <= n_blocks; b += 2) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + b) + 512, _MM_HINT_T0);
-        const __m256i p0 =
-            DotU8S8<kVnni>(_mm256_setzero_si256(), Nibbles32(w[b].qs), Load256(a.blocks[b].qs));
-        const __m256i p1 = DotU8S8<kVnni>(_mm256_setzero_si256(), Nibbles32(w[b + 1].qs),
-                                          Load256(a.blocks[b + 1].qs));
-        const float s0 = HalfToFloat(w[b].d) * a.d[b];
-        const float s1 = HalfToFloat(w[b + 1].d) * a.d[b + 1];
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(s0), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(s1), acc1);
-        correction +=
-            s0 * static_cast<float>(a.neg8_sum[b]) + s1 * static_cast<float>(a.neg8_sum[b + 1]);
+    for (; b + 4 <= n_blocks; b += 4) {
+        for (int k = 0; k < 4; ++k) acc[k] = Q4_0Block<kVnni>(w[b + k], a, b + k, acc[k]);
     }
-    for (; b < n_blocks; ++b) {
-        const __m256i p =
-            DotU8S8<kVnni>(_mm256_setzero_si256(), Nibbles32(w[b].qs), Load256(a.blocks[b].qs));
-        const float s = HalfToFloat(w[b].d) * a.d[b];
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc0);
-        correction += s * static_cast<float>(a.neg8_sum[b]);
-    }
-    return HorizontalSum(_mm256_add_ps(acc0, acc1)) + correction;
+    for (; b < n_blocks; ++b) acc[0] = Q4_0Block<kVnni>(w[b], a, b, acc[0]);
+    return HorizontalSum(
+        _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
 }
 
 // Q8_0 and IQ4_NL: signed weights (IQ4_NL's through a 16-entry table lookup).
