@@ -67,48 +67,99 @@ inline __m256i Load256(const void* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-// Per-call view of Q8_0 activations: block scales as f32 and, per block, a vector whose first
-// lane is -8 * sum(q): the start value of Q4_0's integer accumulator, which corrects for using
-// its nibbles unsigned (0..15) instead of q - 8.
 struct alignas(32) Int32x8 {
     int32_t lanes[8];
 };
+struct alignas(32) Int8x32 {
+    int8_t bytes[32];
+};
+
+// Per-call view of Q8_0 activations. Besides the blocks: their scales as f32 and, for Q4_0, the
+// blocks in pairs rearranged to match how two Q4_0 blocks unpack in one 256-bit vector (low
+// nibbles of both, then high nibbles of both), with the integer start value that corrects for
+// using the nibbles unsigned (0..15 instead of q - 8): -8 * sum(q) in lanes 0 and 4.
 struct Q8_0View {
     const block_q8_0* blocks;
     std::vector<float> d;
-    std::vector<Int32x8> neg8_sum;
+    std::vector<Int8x32> pair_low, pair_high;
+    std::vector<Int32x8> pair_start;
 };
 
-void PrepareQ8_0(const std::byte* row, int64_t n_blocks, Q8_0View& v) {
+void PrepareQ8_0(const std::byte* row, int64_t n_blocks, bool pairs, Q8_0View& v) {
     v.blocks = reinterpret_cast<const block_q8_0*>(row);
-    v.d.resize(static_cast<std::size_t>(n_blocks));
-    v.neg8_sum.resize(static_cast<std::size_t>(n_blocks));
+    v.d.resize(static_cast<std::size_t>(n_blocks) + 8);
+    for (int64_t b = 0; b < n_blocks; ++b) v.d[b] = HalfToFloat(v.blocks[b].d);
+    if (!pairs) return;
+    const auto n_pairs = static_cast<std::size_t>((n_blocks + 1) / 2);
+    v.pair_low.resize(n_pairs);
+    v.pair_high.resize(n_pairs);
+    v.pair_start.resize(n_pairs);
     for (int64_t b = 0; b < n_blocks; ++b) {
-        v.d[b] = HalfToFloat(v.blocks[b].d);
+        const int8_t* q = v.blocks[b].qs;
+        const auto p = static_cast<std::size_t>(b / 2);
+        const int half = static_cast<int>(b % 2);
+        std::memcpy(v.pair_low[p].bytes + 16 * half, q, 16);
+        std::memcpy(v.pair_high[p].bytes + 16 * half, q + 16, 16);
         int32_t sum = 0;
-        for (int i = 0; i < 32; ++i) sum += v.blocks[b].qs[i];
-        v.neg8_sum[b] = Int32x8{{-8 * sum, 0, 0, 0, 0, 0, 0, 0}};
+        for (int i = 0; i < 32; ++i) sum += q[i];
+        if (half == 0) v.pair_start[p] = Int32x8{};
+        v.pair_start[p].lanes[4 * half] = -8 * sum;
     }
 }
 
-template <bool kVnni>
-inline __m256 Q4_0Block(const block_q4_0& w, const Q8_0View& a, int64_t b, __m256 acc) {
-    const __m256i start = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.neg8_sum[b]));
-    const __m256i p = DotU8S8<kVnni>(start, Nibbles32(w.qs), Load256(a.blocks[b].qs));
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(HalfToFloat(w.d) * a.d[b]), acc);
+// d(w) * d(x) for every block of a row of 32-blocks, 8 at a time through vcvtph2ps.
+template <class Block>
+void BlockScales(const Block* w, const Q8_0View& a, int64_t n_blocks, float* out) {
+    int64_t b = 0;
+    for (; b + 8 <= n_blocks; b += 8) {
+        alignas(16) uint16_t halves[8];
+        for (int k = 0; k < 8; ++k) halves[k] = w[b + k].d;
+        const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(halves)));
+        _mm256_storeu_ps(out + b, _mm256_mul_ps(dw, _mm256_loadu_ps(a.d.data() + b)));
+    }
+    for (; b < n_blocks; ++b) out[b] = HalfToFloat(w[b].d) * a.d[b];
 }
 
+// Q4_0 two blocks at a time: one 256-bit vector holds both blocks' nibbles.
 template <bool kVnni>
-float DotQ4_0(const block_q4_0* w, const Q8_0View& a, int64_t n_blocks) {
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                     _mm256_setzero_ps()};
+float DotQ4_0(const block_q4_0* w, const Q8_0View& a, int64_t n_blocks, float* scales) {
+    BlockScales(w, a, n_blocks, scales);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    __m256 acc0 = _mm256_setzero_ps();
+    __m256 acc1 = _mm256_setzero_ps();
+    auto pair = [&](int64_t b, __m256 acc) {
+        const std::size_t p = static_cast<std::size_t>(b / 2);
+        const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(w[b + 1].qs),
+                                                   reinterpret_cast<const __m128i*>(w[b].qs));
+        const __m256i low = _mm256_and_si256(packed, low4);
+        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+        __m256i sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_start[p]));
+        sum = DotU8S8<kVnni>(sum, low,
+                             _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_low[p])));
+        sum = DotU8S8<kVnni>(sum, high,
+                             _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_high[p])));
+        const __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(scales + b)));
+        const __m256 scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), spread);
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc);
+    };
     int64_t b = 0;
     for (; b + 4 <= n_blocks; b += 4) {
-        for (int k = 0; k < 4; ++k) acc[k] = Q4_0Block<kVnni>(w[b + k], a, b + k, acc[k]);
+        acc0 = pair(b, acc0);
+        acc1 = pair(b + 2, acc1);
     }
-    for (; b < n_blocks; ++b) acc[0] = Q4_0Block<kVnni>(w[b], a, b, acc[0]);
-    return HorizontalSum(
-        _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; b + 2 <= n_blocks; b += 2) acc0 = pair(b, acc0);
+    float sum = HorizontalSum(_mm256_add_ps(acc0, acc1));
+    if (b < n_blocks) {  // odd block count: the last block alone
+        const block_q4_0& last = w[b];
+        int32_t isum = 0;
+        for (int j = 0; j < 16; ++j) {
+            isum += ((last.qs[j] & 0x0F) - 8) * a.blocks[b].qs[j] +
+                    ((last.qs[j] >> 4) - 8) * a.blocks[b].qs[j + 16];
+        }
+        sum += static_cast<float>(isum) * scales[b];
+    }
+    return sum;
 }
 
 // Q8_0 and IQ4_NL: signed weights (IQ4_NL's through a 16-entry table lookup).
@@ -286,6 +337,8 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
     const int64_t n_blocks32 = w.n_cols / 32;
     const int64_t n_blocks256 = w.n_cols / QK_K;
     thread_local Q8_0View q8_0;
+    thread_local std::vector<float> scales;
+    scales.resize(static_cast<std::size_t>(n_blocks32) + 8);
     for (int64_t t = 0; t < act.n_tokens; ++t) {
         const std::byte* a_row = act.data + static_cast<std::size_t>(t) * act.row_bytes;
         float* yt = y + t * w.n_rows;
@@ -295,7 +348,7 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
             case GgmlType::Q4_0:
             case GgmlType::Q8_0:
             case GgmlType::IQ4_NL:
-                PrepareQ8_0(a_row, n_blocks32, q8_0);
+                PrepareQ8_0(a_row, n_blocks32, w.type == GgmlType::Q4_0, q8_0);
                 break;
             default:
                 break;
@@ -304,8 +357,8 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
             const std::byte* row = base + static_cast<std::size_t>(r) * row_bytes;
             switch (w.type) {
                 case GgmlType::Q4_0:
-                    yt[r] =
-                        DotQ4_0<kVnni>(reinterpret_cast<const block_q4_0*>(row), q8_0, n_blocks32);
+                    yt[r] = DotQ4_0<kVnni>(reinterpret_cast<const block_q4_0*>(row), q8_0,
+                                           n_blocks32, scales.data());
                     break;
                 case GgmlType::Q8_0:
                     yt[r] = DotSigned32<kVnni, false>(reinterpret_cast<const block_q8_0*>(row),

@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -183,6 +184,7 @@ TEST_P(MatmulTest, AgreesWithGgmlDequantizationOnEveryPath) {
     const std::vector<Path> paths = kernel_paths();
 
     for (const Shape& shape : shapes()) {
+        if (shape.cols % std::max<int64_t>(32, block_size(type)) != 0) continue;
         const TestMatrix m = fixture.make_matrix(type, shape.rows, shape.cols);
         const std::vector<float> x = make_activations(
             shape.tokens, shape.cols, static_cast<uint32_t>(shape.rows * 31 + shape.tokens));
