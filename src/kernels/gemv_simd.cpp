@@ -210,19 +210,46 @@ inline void KScalesMins(const uint8_t* packed, uint8_t out[16]) {
     std::memcpy(out, u, 16);
 }
 
+// Byte shuffles that broadcast 16-bit lane j of a 128-bit half to the whole half (scale j).
+struct alignas(32) ShuffleMasks {
+    uint8_t bytes[8][32];
+    constexpr ShuffleMasks() : bytes{} {
+        for (int j = 0; j < 8; ++j) {
+            for (int i = 0; i < 32; ++i) bytes[j][i] = static_cast<uint8_t>(2 * j + (i & 1));
+        }
+    }
+};
+inline constexpr ShuffleMasks kBroadcastI16{};
+
+inline __m256i BroadcastI16(__m256i eight_in_each_half, int j) {
+    return _mm256_shuffle_epi8(
+        eight_in_each_half,
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(kBroadcastI16.bytes[j])));
+}
+
+// Sums of the activation's bsums in pairs (one per Q4_K sub-block of 32), per super-block.
+void PrepareBsumPairs(const block_q8_K* a, int64_t n_blocks, std::vector<Int32x8>& out) {
+    out.resize(static_cast<std::size_t>(n_blocks));
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        for (int j = 0; j < 8; ++j) out[b].lanes[j] = a[b].bsums[2 * j] + a[b].bsums[2 * j + 1];
+    }
+}
+
 // Q4_K against Q8_K: per sub-block of 32, vpmaddubsw then vpmaddwd with the sub-block's scale
-// (instead of 1), so the scales cost nothing extra; mins through the activation's bsums.
-float DotQ4_K(const block_q4_K* w, const block_q8_K* a, int64_t n_blocks) {
+// (instead of 1), so the scales cost nothing extra; the mins multiply the activation's bsums.
+float DotQ4_K(const block_q4_K* w, const block_q8_K* a, const Int32x8* bsum_pairs,
+              int64_t n_blocks) {
     __m256 acc = _mm256_setzero_ps();
-    float min_total = 0.0f;
+    __m256 min_acc = _mm256_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (int64_t b = 0; b < n_blocks; ++b) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + b) + 576, _MM_HINT_T0);
-        uint8_t sm[16];
+        alignas(16) uint8_t sm[16];
         KScalesMins(w[b].scales, sm);
-        int32_t min_sum = 0;
-        for (int j = 0; j < 8; ++j)
-            min_sum += sm[8 + j] * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
+        const __m128i packed = _mm_load_si128(reinterpret_cast<const __m128i*>(sm));
+        const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(packed));
+        const __m256i mins = _mm256_cvtepu8_epi32(_mm_srli_si128(packed, 8));
+        const __m256i min_products = _mm256_mullo_epi32(
+            mins, _mm256_load_si256(reinterpret_cast<const __m256i*>(&bsum_pairs[b])));
         __m256i isum = _mm256_setzero_si256();
         for (int j = 0; j < 4; ++j) {
             const __m256i q = Load256(w[b].qs + 32 * j);
@@ -230,35 +257,37 @@ float DotQ4_K(const block_q4_K* w, const block_q8_K* a, int64_t n_blocks) {
             const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
             const __m256i p_lo = _mm256_maddubs_epi16(lo, Load256(a[b].qs + 64 * j));
             const __m256i p_hi = _mm256_maddubs_epi16(hi, Load256(a[b].qs + 64 * j + 32));
-            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p_lo, _mm256_set1_epi16(sm[2 * j])));
-            isum =
-                _mm256_add_epi32(isum, _mm256_madd_epi16(p_hi, _mm256_set1_epi16(sm[2 * j + 1])));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p_lo, BroadcastI16(scales, 2 * j)));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p_hi, BroadcastI16(scales, 2 * j + 1)));
         }
-        const float d = HalfToFloat(w[b].d) * a[b].d;
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(d), acc);
-        min_total += HalfToFloat(w[b].dmin) * a[b].d * static_cast<float>(min_sum);
+        const float da = a[b].d;
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(HalfToFloat(w[b].d) * da),
+                              acc);
+        min_acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(min_products),
+                                  _mm256_set1_ps(HalfToFloat(w[b].dmin) * da), min_acc);
     }
-    return HorizontalSum(acc) - min_total;
+    return HorizontalSum(_mm256_sub_ps(acc, min_acc));
 }
 
-// Q6_K against Q8_K: 6-bit values used unsigned (0..63) with the offset of 32 folded into
-// -32 * sum(scale * bsum); scales of two sub-blocks of 16 per 32-value vector.
+// Q6_K against Q8_K: 6-bit values used unsigned (0..63), the offset of 32 folded in as
+// -32 * sum(scale * bsum); one 32-value vector spans two sub-blocks of 16 (two scales).
 float DotQ6_K(const block_q6_K* w, const block_q8_K* a, int64_t n_blocks) {
     __m256 acc = _mm256_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i bits45 = _mm256_set1_epi8(0x30);
-    // Byte shuffles that spread scale 2k over 8 lanes and 2k + 1 over the next 8.
     for (int64_t b = 0; b < n_blocks; ++b) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + b) + 640, _MM_HINT_T0);
-        const int8_t* scales = w[b].scales;
-        int32_t offset_sum = 0;
-        for (int j = 0; j < 16; ++j) offset_sum += scales[j] * a[b].bsums[j];
-        __m256i isum = _mm256_setzero_si256();
+        const __m128i scales8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales));
+        const __m256i scales16 = _mm256_cvtepi8_epi16(scales8);
+        const __m256i offset = _mm256_madd_epi16(
+            scales16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].bsums)));
+        __m256i isum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
         for (int half = 0; half < 2; ++half) {
             const uint8_t* ql = w[b].ql + 64 * half;
             const uint8_t* qh = w[b].qh + 32 * half;
             const int8_t* q8 = a[b].qs + 128 * half;
-            const int8_t* sc = scales + 8 * half;
+            // The 8 scales of this half, as 16-bit values, in both 128-bit halves.
+            const __m256i sc =
+                _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(scales8, 8 * half)));
             const __m256i l0 = Load256(ql);
             const __m256i l1 = Load256(ql + 32);
             const __m256i h = Load256(qh);
@@ -273,15 +302,14 @@ float DotQ6_K(const block_q6_K* w, const block_q8_K* a, int64_t n_blocks) {
                                 _mm256_and_si256(_mm256_srli_epi16(h, 2), bits45))};
             for (int k = 0; k < 4; ++k) {
                 const __m256i p = _mm256_maddubs_epi16(q[k], Load256(q8 + 32 * k));
+                // Scale 2k for the low 16 values, 2k + 1 for the high 16.
                 const __m256i s =
-                    _mm256_setr_m128i(_mm_set1_epi16(sc[2 * k]), _mm_set1_epi16(sc[2 * k + 1]));
+                    _mm256_blend_epi32(BroadcastI16(sc, 2 * k), BroadcastI16(sc, 2 * k + 1), 0xF0);
                 isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, s));
             }
         }
-        const float d = HalfToFloat(w[b].d) * a[b].d;
-        const __m256i corrected =
-            _mm256_add_epi32(isum, _mm256_setr_epi32(-32 * offset_sum, 0, 0, 0, 0, 0, 0, 0));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(corrected), _mm256_set1_ps(d), acc);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
+                              _mm256_set1_ps(HalfToFloat(w[b].d) * a[b].d), acc);
     }
     return HorizontalSum(acc);
 }
@@ -338,6 +366,7 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
     const int64_t n_blocks256 = w.n_cols / QK_K;
     thread_local Q8_0View q8_0;
     thread_local std::vector<float> scales;
+    thread_local std::vector<Int32x8> bsum_pairs;
     scales.resize(static_cast<std::size_t>(n_blocks32) + 8);
     for (int64_t t = 0; t < act.n_tokens; ++t) {
         const std::byte* a_row = act.data + static_cast<std::size_t>(t) * act.row_bytes;
@@ -349,6 +378,9 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
             case GgmlType::Q8_0:
             case GgmlType::IQ4_NL:
                 PrepareQ8_0(a_row, n_blocks32, w.type == GgmlType::Q4_0, q8_0);
+                break;
+            case GgmlType::Q4_K:
+                PrepareBsumPairs(a_k, n_blocks256, bsum_pairs);
                 break;
             default:
                 break;
@@ -369,7 +401,8 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
                                                      q8_0, n_blocks32);
                     break;
                 case GgmlType::Q4_K:
-                    yt[r] = DotQ4_K(reinterpret_cast<const block_q4_K*>(row), a_k, n_blocks256);
+                    yt[r] = DotQ4_K(reinterpret_cast<const block_q4_K*>(row), a_k,
+                                    bsum_pairs.data(), n_blocks256);
                     break;
                 case GgmlType::Q6_K:
                     yt[r] = DotQ6_K(reinterpret_cast<const block_q6_K*>(row), a_k, n_blocks256);
