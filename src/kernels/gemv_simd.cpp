@@ -286,8 +286,8 @@ float DotQ6_K(const block_q6_K* w, const block_q8_K* a, int64_t n_blocks) {
             const uint8_t* qh = w[b].qh + 32 * half;
             const int8_t* q8 = a[b].qs + 128 * half;
             // The 8 scales of this half, as 16-bit values, in both 128-bit halves.
-            const __m256i sc =
-                _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_srli_si128(scales8, 8 * half)));
+            const __m256i sc = _mm256_broadcastsi128_si256(
+                _mm_cvtepi8_epi16(half == 0 ? scales8 : _mm_unpackhi_epi64(scales8, scales8)));
             const __m256i l0 = Load256(ql);
             const __m256i l1 = Load256(ql + 32);
             const __m256i h = Load256(qh);
