@@ -55,14 +55,6 @@ inline __m256i DotS8S8(__m256i acc, __m256i w, __m256i a) {
     return DotU8S8<kVnni>(acc, _mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
 }
 
-// 32 nibbles of a 16-byte block in element order: low nibbles (elements 0-15), then high.
-inline __m256i Nibbles32(const uint8_t* qs) {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-    const __m256i both =
-        _mm256_inserti128_si256(_mm256_castsi128_si256(packed), _mm_srli_epi16(packed, 4), 1);
-    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
-}
-
 inline __m256i Load256(const void* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
@@ -120,25 +112,37 @@ void BlockScales(const Block* w, const Q8_0View& a, int64_t n_blocks, float* out
     for (; b < n_blocks; ++b) out[b] = HalfToFloat(w[b].d) * a.d[b];
 }
 
-// Q4_0 two blocks at a time: one 256-bit vector holds both blocks' nibbles.
-template <bool kVnni>
-float DotQ4_0(const block_q4_0* w, const Q8_0View& a, int64_t n_blocks, float* scales) {
+// Q4_0 and IQ4_NL two blocks at a time: one 256-bit vector holds both blocks' nibbles. Q4_0
+// uses them unsigned (the start value corrects the offset of 8); IQ4_NL maps them through its
+// 16-entry table to signed values.
+template <bool kVnni, bool kIq4Nl, class Block>
+float DotNibblePairs(const Block* w, const Q8_0View& a, int64_t n_blocks, float* scales) {
     BlockScales(w, a, n_blocks, scales);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kvalues_iq4nl)));
     __m256 acc0 = _mm256_setzero_ps();
     __m256 acc1 = _mm256_setzero_ps();
     auto pair = [&](int64_t b, __m256 acc) {
         const std::size_t p = static_cast<std::size_t>(b / 2);
         const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(w[b + 1].qs),
                                                    reinterpret_cast<const __m128i*>(w[b].qs));
-        const __m256i low = _mm256_and_si256(packed, low4);
-        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
-        __m256i sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_start[p]));
-        sum = DotU8S8<kVnni>(sum, low,
-                             _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_low[p])));
-        sum = DotU8S8<kVnni>(sum, high,
-                             _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_high[p])));
+        __m256i low = _mm256_and_si256(packed, low4);
+        __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+        const __m256i a_low = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_low[p]));
+        const __m256i a_high = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_high[p]));
+        __m256i sum;
+        if constexpr (kIq4Nl) {
+            low = _mm256_shuffle_epi8(table, low);
+            high = _mm256_shuffle_epi8(table, high);
+            sum = DotS8S8<kVnni>(_mm256_setzero_si256(), low, a_low);
+            sum = DotS8S8<kVnni>(sum, high, a_high);
+        } else {
+            sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_start[p]));
+            sum = DotU8S8<kVnni>(sum, low, a_low);
+            sum = DotU8S8<kVnni>(sum, high, a_high);
+        }
         const __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(scales + b)));
         const __m256 scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), spread);
         return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc);
@@ -151,49 +155,35 @@ float DotQ4_0(const block_q4_0* w, const Q8_0View& a, int64_t n_blocks, float* s
     for (; b + 2 <= n_blocks; b += 2) acc0 = pair(b, acc0);
     float sum = HorizontalSum(_mm256_add_ps(acc0, acc1));
     if (b < n_blocks) {  // odd block count: the last block alone
-        const block_q4_0& last = w[b];
+        const Block& last = w[b];
+        auto value = [](int nibble) { return kIq4Nl ? kvalues_iq4nl[nibble] : nibble - 8; };
         int32_t isum = 0;
         for (int j = 0; j < 16; ++j) {
-            isum += ((last.qs[j] & 0x0F) - 8) * a.blocks[b].qs[j] +
-                    ((last.qs[j] >> 4) - 8) * a.blocks[b].qs[j + 16];
+            isum += value(last.qs[j] & 0x0F) * a.blocks[b].qs[j] +
+                    value(last.qs[j] >> 4) * a.blocks[b].qs[j + 16];
         }
         sum += static_cast<float>(isum) * scales[b];
     }
     return sum;
 }
 
-// Q8_0 and IQ4_NL: signed weights (IQ4_NL's through a 16-entry table lookup).
-template <bool kVnni, bool kIq4Nl, class Block>
-float DotSigned32(const Block* w, const Q8_0View& a, int64_t n_blocks) {
-    const __m256i table = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kvalues_iq4nl)));
+// Q8_0: signed weights against signed activations.
+template <bool kVnni>
+float DotQ8_0(const block_q8_0* w, const Q8_0View& a, int64_t n_blocks, float* scales) {
+    BlockScales(w, a, n_blocks, scales);
     __m256 acc0 = _mm256_setzero_ps();
     __m256 acc1 = _mm256_setzero_ps();
-    auto weights = [&](int64_t b) {
-        if constexpr (kIq4Nl) {
-            return _mm256_shuffle_epi8(table, Nibbles32(w[b].qs));
-        } else {
-            return Load256(w[b].qs);
-        }
+    auto block = [&](int64_t b, __m256 acc) {
+        const __m256i p =
+            DotS8S8<kVnni>(_mm256_setzero_si256(), Load256(w[b].qs), Load256(a.blocks[b].qs));
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(scales + b), acc);
     };
     int64_t b = 0;
     for (; b + 2 <= n_blocks; b += 2) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + b) + 512, _MM_HINT_T0);
-        const __m256i p0 =
-            DotS8S8<kVnni>(_mm256_setzero_si256(), weights(b), Load256(a.blocks[b].qs));
-        const __m256i p1 =
-            DotS8S8<kVnni>(_mm256_setzero_si256(), weights(b + 1), Load256(a.blocks[b + 1].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(HalfToFloat(w[b].d) * a.d[b]),
-                               acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1),
-                               _mm256_set1_ps(HalfToFloat(w[b + 1].d) * a.d[b + 1]), acc1);
+        acc0 = block(b, acc0);
+        acc1 = block(b + 1, acc1);
     }
-    for (; b < n_blocks; ++b) {
-        const __m256i p =
-            DotS8S8<kVnni>(_mm256_setzero_si256(), weights(b), Load256(a.blocks[b].qs));
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(HalfToFloat(w[b].d) * a.d[b]),
-                               acc0);
-    }
+    if (b < n_blocks) acc0 = block(b, acc0);
     return HorizontalSum(_mm256_add_ps(acc0, acc1));
 }
 
@@ -377,7 +367,7 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
             case GgmlType::Q4_0:
             case GgmlType::Q8_0:
             case GgmlType::IQ4_NL:
-                PrepareQ8_0(a_row, n_blocks32, w.type == GgmlType::Q4_0, q8_0);
+                PrepareQ8_0(a_row, n_blocks32, w.type != GgmlType::Q8_0, q8_0);
                 break;
             case GgmlType::Q4_K:
                 PrepareBsumPairs(a_k, n_blocks256, bsum_pairs);
@@ -389,16 +379,16 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
             const std::byte* row = base + static_cast<std::size_t>(r) * row_bytes;
             switch (w.type) {
                 case GgmlType::Q4_0:
-                    yt[r] = DotQ4_0<kVnni>(reinterpret_cast<const block_q4_0*>(row), q8_0,
-                                           n_blocks32, scales.data());
+                    yt[r] = DotNibblePairs<kVnni, false>(reinterpret_cast<const block_q4_0*>(row),
+                                                         q8_0, n_blocks32, scales.data());
                     break;
                 case GgmlType::Q8_0:
-                    yt[r] = DotSigned32<kVnni, false>(reinterpret_cast<const block_q8_0*>(row),
-                                                      q8_0, n_blocks32);
+                    yt[r] = DotQ8_0<kVnni>(reinterpret_cast<const block_q8_0*>(row), q8_0,
+                                           n_blocks32, scales.data());
                     break;
                 case GgmlType::IQ4_NL:
-                    yt[r] = DotSigned32<kVnni, true>(reinterpret_cast<const block_iq4_nl*>(row),
-                                                     q8_0, n_blocks32);
+                    yt[r] = DotNibblePairs<kVnni, true>(reinterpret_cast<const block_iq4_nl*>(row),
+                                                        q8_0, n_blocks32, scales.data());
                     break;
                 case GgmlType::Q4_K:
                     yt[r] = DotQ4_K(reinterpret_cast<const block_q4_K*>(row), a_k,
