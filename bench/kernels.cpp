@@ -32,7 +32,8 @@ double g_bandwidth[3] = {0, 0, 0};  // bytes/s by thread count
 minfer::ThreadPool& pool_of(int n_threads) {
     static std::map<int, std::unique_ptr<minfer::ThreadPool>> pools;
     auto& p = pools[n_threads];
-    if (!p) p = std::make_unique<minfer::ThreadPool>(n_threads);
+    // Pinned: on this shared 2-vCPU machine unpinned workers were often stacked on one CPU.
+    if (!p) p = std::make_unique<minfer::ThreadPool>(n_threads, /*pin_threads=*/true);
     return *p;
 }
 
