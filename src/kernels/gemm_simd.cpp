@@ -4,6 +4,7 @@
 // of the target needs no extra compiler flags) or its exact 16-bit emulation; other targets run
 // portable loops that the compiler vectorizes for them.
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/kernel_path.h"
@@ -171,6 +172,87 @@ void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t n_tokens, 
     }
     if (vnni) return IntPanelAllTokens<16, true>(p, a, n_tokens, y, y_stride, n_valid_rows);
     return IntPanelAllTokens<16, false>(p, a, n_tokens, y, y_stride, n_valid_rows);
+}
+
+#elif HWY_TARGET == HWY_AVX2
+
+// AVX2 has no vpdpbusd, and vpmaddubsw would saturate on the +128 weights; so the weights go
+// back to signed (xor 0x80) and use |w| x sign(a, w) (pairs below 2^15), summing exact signed
+// products: the accumulator starts at 0, not at the +128 correction. Half a panel (8 rows, one
+// vector) and 4 tokens at a time fit the 16 vector registers.
+template <int T, int kSub>
+void IntTileHalf(const IntPanel& p, const IntActivations& a, int64_t tile, int slot0, int64_t t0,
+                 float* y, int64_t y_stride, int n_valid_rows, int half) {
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    const int8_t* act = a.q_tile(tile);
+    const int64_t sub_base = a.sub_tile(tile);
+    for (int64_t s = 0; s < p.n_sub; ++s) {
+        __m256i iacc[T];
+        for (int t = 0; t < T; ++t) iacc[t] = _mm256_setzero_si256();
+        const uint8_t* q = p.q + s * kSub * kPanelRows + 32 * half;
+        const int8_t* as = act + s * kSub * kTokenTile;
+        for (int g = 0; g < kSub / 4; ++g) {
+            const __m256i w = _mm256_xor_si256(
+                _mm256_load_si256(reinterpret_cast<const __m256i*>(q + g * 64)), flip);
+            const __m256i w_abs = _mm256_abs_epi8(w);
+            for (int t = 0; t < T; ++t) {
+                int32_t four;
+                std::memcpy(&four, as + (g * kTokenTile + slot0 + t) * 4, 4);
+                const __m256i av = _mm256_set1_epi32(four);
+                const __m256i pairs = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(av, w));
+                iacc[t] = _mm256_add_epi32(iacc[t], _mm256_madd_epi16(pairs, ones));
+            }
+        }
+        const __m256 scale = _mm256_loadu_ps(p.scale + s * kPanelRows + 8 * half);
+        const float* d = a.d + sub_base + s * kTokenTile + slot0;
+        for (int t = 0; t < T; ++t) {
+            const __m256 sd = _mm256_mul_ps(scale, _mm256_set1_ps(d[t]));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iacc[t]), sd, acc[t]);
+        }
+        if (p.has_min) {
+            const __m256 offset = _mm256_loadu_ps(p.offset + s * kPanelRows + 8 * half);
+            const float* sum = a.sum + sub_base + s * kTokenTile + slot0;
+            for (int t = 0; t < T; ++t) {
+                acc[t] = _mm256_fmadd_ps(offset, _mm256_set1_ps(sum[t]), acc[t]);
+            }
+        }
+    }
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_valid_rows - 8 * half), lane);
+    for (int t = 0; t < T; ++t) {
+        _mm256_maskstore_ps(y + (t0 + t) * y_stride + 8 * half, mask, acc[t]);
+    }
+}
+
+template <int kSub>
+void IntPanelAllTokens(const IntPanel& p, const IntActivations& a, int64_t n_tokens, float* y,
+                       int64_t y_stride, int n_valid_rows) {
+    for (int half = 0; half < 2 && 8 * half < n_valid_rows; ++half) {
+        for (int64_t t = 0; t < n_tokens;) {
+            const int64_t tile = t / kTokenTile;
+            const int slot = static_cast<int>(t % kTokenTile);
+            const int64_t left = std::min<int64_t>(n_tokens - t, kTokenTile - slot);
+            if (left >= 4) {
+                IntTileHalf<4, kSub>(p, a, tile, slot, t, y, y_stride, n_valid_rows, half);
+                t += 4;
+            } else if (left >= 2) {
+                IntTileHalf<2, kSub>(p, a, tile, slot, t, y, y_stride, n_valid_rows, half);
+                t += 2;
+            } else {
+                IntTileHalf<1, kSub>(p, a, tile, slot, t, y, y_stride, n_valid_rows, half);
+                t += 1;
+            }
+        }
+    }
+}
+
+void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t n_tokens, float* y,
+                  int64_t y_stride, int n_valid_rows) {
+    if (p.sub_size == 32) return IntPanelAllTokens<32>(p, a, n_tokens, y, y_stride, n_valid_rows);
+    return IntPanelAllTokens<16>(p, a, n_tokens, y, y_stride, n_valid_rows);
 }
 
 #else  // portable loops
