@@ -125,9 +125,10 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     const GgmlType act_type = float_weights ? GgmlType::F32 : weight_act;
     const std::size_t act_row = kernels::activation_row_bytes(act_type, w.n_cols);
     const bool scalar = kernel_path() == KernelPath::kScalar;
-    // A few tokens are cheaper as repeated GEMV (each weight byte read per token, but no panel
-    // unpacking) when a SIMD GEMV kernel exists.
-    constexpr int64_t kGemmMinTokens = 4;
+    // Below 16 tokens repeated GEMV is cheaper when a SIMD GEMV kernel exists: the panels are
+    // unpacked by scalar code, and unpacking a whole matrix costs about as much as 15 GEMV
+    // passes over it (4096 x 4096 Q4_0), which only a larger batch amortizes.
+    constexpr int64_t kGemmMinTokens = 16;
     const bool gemm = !scalar && n_tokens > 1 &&
                       (n_tokens >= kGemmMinTokens || !kernels::gemv_simd_handles(w.type));
     const int n_threads = pool.size();
