@@ -55,6 +55,9 @@ inline __m256i DotS8S8(__m256i acc, __m256i w, __m256i a) {
     return DotU8S8<kVnni>(acc, _mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
 }
 
+// How far ahead of the kernel the weight stream is prefetched.
+constexpr int kPrefetchBytes = 256;
+
 inline __m256i Load256(const void* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
@@ -115,56 +118,84 @@ void BlockScales(const Block* w, const Q8_0View& a, int64_t n_blocks, float* out
 // Q4_0 and IQ4_NL two blocks at a time: one 256-bit vector holds both blocks' nibbles. Q4_0
 // uses them unsigned (the start value corrects the offset of 8); IQ4_NL maps them through its
 // 16-entry table to signed values.
-template <bool kVnni, bool kIq4Nl, class Block>
-float DotNibblePairs(const Block* w, const Q8_0View& a, int64_t n_blocks, float* scales) {
-    BlockScales(w, a, n_blocks, scales);
+//
+// kRows rows at once: the activation pair is loaded once for all of them, and several weight
+// streams in flight keep more memory requests outstanding.
+template <bool kVnni, bool kIq4Nl, int kRows, class Block>
+void DotNibblePairs(const Block* const* w, const Q8_0View& a, int64_t n_blocks, float* scales,
+                    float* out) {
+    const std::size_t stride = static_cast<std::size_t>(n_blocks) + 8;
+    for (int r = 0; r < kRows; ++r) BlockScales(w[r], a, n_blocks, scales + r * stride);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
     const __m256i table = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(kvalues_iq4nl)));
-    __m256 acc0 = _mm256_setzero_ps();
-    __m256 acc1 = _mm256_setzero_ps();
-    auto pair = [&](int64_t b, __m256 acc) {
+    __m256 acc[kRows];
+    for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= n_blocks; b += 2) {
         const std::size_t p = static_cast<std::size_t>(b / 2);
-        const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(w[b + 1].qs),
-                                                   reinterpret_cast<const __m128i*>(w[b].qs));
-        __m256i low = _mm256_and_si256(packed, low4);
-        __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
         const __m256i a_low = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_low[p]));
         const __m256i a_high = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_high[p]));
-        __m256i sum;
-        if constexpr (kIq4Nl) {
-            low = _mm256_shuffle_epi8(table, low);
-            high = _mm256_shuffle_epi8(table, high);
-            sum = DotS8S8<kVnni>(_mm256_setzero_si256(), low, a_low);
-            sum = DotS8S8<kVnni>(sum, high, a_high);
-        } else {
-            sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_start[p]));
-            sum = DotU8S8<kVnni>(sum, low, a_low);
-            sum = DotU8S8<kVnni>(sum, high, a_high);
+        for (int r = 0; r < kRows; ++r) {
+            if ((b & 3) == 0) {
+                _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + kPrefetchBytes, _MM_HINT_T0);
+            }
+            const __m256i packed =
+                _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(w[r][b + 1].qs),
+                                    reinterpret_cast<const __m128i*>(w[r][b].qs));
+            __m256i low = _mm256_and_si256(packed, low4);
+            __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+            __m256i sum;
+            if constexpr (kIq4Nl) {
+                low = _mm256_shuffle_epi8(table, low);
+                high = _mm256_shuffle_epi8(table, high);
+                sum = DotS8S8<kVnni>(_mm256_setzero_si256(), low, a_low);
+                sum = DotS8S8<kVnni>(sum, high, a_high);
+            } else {
+                sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_start[p]));
+                sum = DotU8S8<kVnni>(sum, low, a_low);
+                sum = DotU8S8<kVnni>(sum, high, a_high);
+            }
+            const __m128 two = _mm_castpd_ps(
+                _mm_load_sd(reinterpret_cast<const double*>(scales + r * stride + b)));
+            const __m256 scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), spread);
+            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[r]);
         }
-        const __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(scales + b)));
-        const __m256 scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), spread);
-        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc);
+    }
+    for (int r = 0; r < kRows; ++r) {
+        float sum = HorizontalSum(acc[r]);
+        if (b < n_blocks) {  // odd block count: the last block alone
+            const Block& last = w[r][b];
+            auto value = [](int nibble) { return kIq4Nl ? kvalues_iq4nl[nibble] : nibble - 8; };
+            int32_t isum = 0;
+            for (int j = 0; j < 16; ++j) {
+                isum += value(last.qs[j] & 0x0F) * a.blocks[b].qs[j] +
+                        value(last.qs[j] >> 4) * a.blocks[b].qs[j + 16];
+            }
+            sum += static_cast<float>(isum) * scales[r * stride + b];
+        }
+        out[r] = sum;
+    }
+}
+
+// Rows [r0, r1) of a Q4_0 or IQ4_NL matrix, four rows at a time.
+template <bool kVnni, bool kIq4Nl, class Block>
+void NibbleRows(const std::byte* base, std::size_t row_bytes, int64_t r0, int64_t r1,
+                const Q8_0View& a, int64_t n_blocks, float* scales, float* y) {
+    constexpr int kRows = 4;
+    auto row = [&](int64_t r) {
+        return reinterpret_cast<const Block*>(base + static_cast<std::size_t>(r) * row_bytes);
     };
-    int64_t b = 0;
-    for (; b + 4 <= n_blocks; b += 4) {
-        acc0 = pair(b, acc0);
-        acc1 = pair(b + 2, acc1);
+    int64_t r = r0;
+    for (; r + kRows <= r1; r += kRows) {
+        const Block* rows[kRows] = {row(r), row(r + 1), row(r + 2), row(r + 3)};
+        DotNibblePairs<kVnni, kIq4Nl, kRows>(rows, a, n_blocks, scales, y + r);
     }
-    for (; b + 2 <= n_blocks; b += 2) acc0 = pair(b, acc0);
-    float sum = HorizontalSum(_mm256_add_ps(acc0, acc1));
-    if (b < n_blocks) {  // odd block count: the last block alone
-        const Block& last = w[b];
-        auto value = [](int nibble) { return kIq4Nl ? kvalues_iq4nl[nibble] : nibble - 8; };
-        int32_t isum = 0;
-        for (int j = 0; j < 16; ++j) {
-            isum += value(last.qs[j] & 0x0F) * a.blocks[b].qs[j] +
-                    value(last.qs[j] >> 4) * a.blocks[b].qs[j + 16];
-        }
-        sum += static_cast<float>(isum) * scales[b];
+    for (; r < r1; ++r) {
+        const Block* one[1] = {row(r)};
+        DotNibblePairs<kVnni, kIq4Nl, 1>(one, a, n_blocks, scales, y + r);
     }
-    return sum;
 }
 
 // Q8_0: signed weights against signed activations.
@@ -357,7 +388,7 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
     thread_local Q8_0View q8_0;
     thread_local std::vector<float> scales;
     thread_local std::vector<Int32x8> bsum_pairs;
-    scales.resize(static_cast<std::size_t>(n_blocks32) + 8);
+    scales.resize(4 * (static_cast<std::size_t>(n_blocks32) + 8));
     for (int64_t t = 0; t < act.n_tokens; ++t) {
         const std::byte* a_row = act.data + static_cast<std::size_t>(t) * act.row_bytes;
         float* yt = y + t * w.n_rows;
@@ -375,20 +406,22 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
             default:
                 break;
         }
+        if (w.type == GgmlType::Q4_0) {
+            NibbleRows<kVnni, false, block_q4_0>(base, row_bytes, r0, r1, q8_0, n_blocks32,
+                                                 scales.data(), yt);
+            continue;
+        }
+        if (w.type == GgmlType::IQ4_NL) {
+            NibbleRows<kVnni, true, block_iq4_nl>(base, row_bytes, r0, r1, q8_0, n_blocks32,
+                                                  scales.data(), yt);
+            continue;
+        }
         for (int64_t r = r0; r < r1; ++r) {
             const std::byte* row = base + static_cast<std::size_t>(r) * row_bytes;
             switch (w.type) {
-                case GgmlType::Q4_0:
-                    yt[r] = DotNibblePairs<kVnni, false>(reinterpret_cast<const block_q4_0*>(row),
-                                                         q8_0, n_blocks32, scales.data());
-                    break;
                 case GgmlType::Q8_0:
                     yt[r] = DotQ8_0<kVnni>(reinterpret_cast<const block_q8_0*>(row), q8_0,
                                            n_blocks32, scales.data());
-                    break;
-                case GgmlType::IQ4_NL:
-                    yt[r] = DotNibblePairs<kVnni, true>(reinterpret_cast<const block_iq4_nl*>(row),
-                                                        q8_0, n_blocks32, scales.data());
                     break;
                 case GgmlType::Q4_K:
                     yt[r] = DotQ4_K(reinterpret_cast<const block_q4_K*>(row), a_k,
