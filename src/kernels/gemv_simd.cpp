@@ -121,9 +121,11 @@ void BlockScales(const Block* w, const Q8_0View& a, int64_t n_blocks, float* out
 //
 // kRows rows at once: the activation pair is loaded once for all of them, and several weight
 // streams in flight keep more memory requests outstanding.
+// `next` (kRows rows, or null) are prefetched along the way: the block scales are read before
+// the main loop, so the rows must already be on their way from DRAM when a group starts.
 template <bool kVnni, bool kIq4Nl, int kRows, class Block>
-void DotNibblePairs(const Block* const* w, const Q8_0View& a, int64_t n_blocks, float* scales,
-                    float* out) {
+void DotNibblePairs(const Block* const* w, const Block* const* next, const Q8_0View& a,
+                    int64_t n_blocks, float* scales, float* out) {
     const std::size_t stride = static_cast<std::size_t>(n_blocks) + 8;
     for (int r = 0; r < kRows; ++r) BlockScales(w[r], a, n_blocks, scales + r * stride);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -190,11 +192,17 @@ void NibbleRows(const std::byte* base, std::size_t row_bytes, int64_t r0, int64_
     int64_t r = r0;
     for (; r + kRows <= r1; r += kRows) {
         const Block* rows[kRows] = {row(r), row(r + 1), row(r + 2), row(r + 3)};
-        DotNibblePairs<kVnni, kIq4Nl, kRows>(rows, a, n_blocks, scales, y + r);
+        const bool has_next = r + 2 * kRows <= r1;
+        const Block* next[kRows] = {};
+        if (has_next) {
+            for (int k = 0; k < kRows; ++k) next[k] = row(r + kRows + k);
+        }
+        DotNibblePairs<kVnni, kIq4Nl, kRows, Block>(rows, has_next ? next : nullptr, a, n_blocks,
+                                                    scales, y + r);
     }
     for (; r < r1; ++r) {
         const Block* one[1] = {row(r)};
-        DotNibblePairs<kVnni, kIq4Nl, 1>(one, a, n_blocks, scales, y + r);
+        DotNibblePairs<kVnni, kIq4Nl, 1, Block>(one, nullptr, a, n_blocks, scales, y + r);
     }
 }
 
