@@ -6,6 +6,7 @@
 // handled" and the caller runs the scalar reference.
 
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "core/half.h"
@@ -264,10 +265,12 @@ void PrepareBsumPairs(const block_q8_K* a, int64_t n_blocks, std::vector<Int32x8
     }
 }
 
-// Q4_K against Q8_K: per sub-block of 32, vpmaddubsw then vpmaddwd with the sub-block's scale
-// (instead of 1), so the scales cost nothing extra; the mins multiply the activation's bsums.
-float DotQ4_K(const block_q4_K* w, const block_q8_K* a, const Int32x8* bsum_pairs,
-              int64_t n_blocks) {
+// Q4_K and Q5_K against Q8_K: per sub-block of 32, vpmaddubsw then vpmaddwd with the
+// sub-block's scale (instead of 1), so the scales cost nothing extra; the mins multiply the
+// activation's bsums. Q5_K adds a fifth bit from qh (bit 2j for sub-block 2j, 2j + 1 for 2j + 1).
+template <class Block>
+float DotQ45_K(const Block* w, const block_q8_K* a, const Int32x8* bsum_pairs, int64_t n_blocks) {
+    constexpr bool kFive = std::is_same_v<Block, block_q5_K>;
     __m256 acc = _mm256_setzero_ps();
     __m256 min_acc = _mm256_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -280,10 +283,23 @@ float DotQ4_K(const block_q4_K* w, const block_q8_K* a, const Int32x8* bsum_pair
         const __m256i min_products = _mm256_mullo_epi32(
             mins, _mm256_load_si256(reinterpret_cast<const __m256i*>(&bsum_pairs[b])));
         __m256i isum = _mm256_setzero_si256();
+        __m256i qh = _mm256_setzero_si256();
+        if constexpr (kFive) qh = Load256(w[b].qh);
         for (int j = 0; j < 4; ++j) {
             const __m256i q = Load256(w[b].qs + 32 * j);
-            const __m256i lo = _mm256_and_si256(q, low4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            __m256i lo = _mm256_and_si256(q, low4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            if constexpr (kFive) {
+                const __m256i bit16 = _mm256_set1_epi8(0x10);
+                const __m256i m_lo = _mm256_set1_epi8(static_cast<char>(1 << (2 * j)));
+                const __m256i m_hi = _mm256_set1_epi8(static_cast<char>(1 << (2 * j + 1)));
+                lo = _mm256_or_si256(
+                    lo,
+                    _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, m_lo), m_lo), bit16));
+                hi = _mm256_or_si256(
+                    hi,
+                    _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, m_hi), m_hi), bit16));
+            }
             const __m256i p_lo = _mm256_maddubs_epi16(lo, Load256(a[b].qs + 64 * j));
             const __m256i p_hi = _mm256_maddubs_epi16(hi, Load256(a[b].qs + 64 * j + 32));
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p_lo, BroadcastI16(scales, 2 * j)));
@@ -409,6 +425,7 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
                 PrepareQ8_0(a_row, n_blocks32, w.type != GgmlType::Q8_0, q8_0);
                 break;
             case GgmlType::Q4_K:
+            case GgmlType::Q5_K:
                 PrepareBsumPairs(a_k, n_blocks256, bsum_pairs);
                 break;
             default:
@@ -432,8 +449,12 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
                                            n_blocks32, scales.data());
                     break;
                 case GgmlType::Q4_K:
-                    yt[r] = DotQ4_K(reinterpret_cast<const block_q4_K*>(row), a_k,
-                                    bsum_pairs.data(), n_blocks256);
+                    yt[r] = DotQ45_K(reinterpret_cast<const block_q4_K*>(row), a_k,
+                                     bsum_pairs.data(), n_blocks256);
+                    break;
+                case GgmlType::Q5_K:
+                    yt[r] = DotQ45_K(reinterpret_cast<const block_q5_K*>(row), a_k,
+                                     bsum_pairs.data(), n_blocks256);
                     break;
                 case GgmlType::Q6_K:
                     yt[r] = DotQ6_K(reinterpret_cast<const block_q6_K*>(row), a_k, n_blocks256);
@@ -461,6 +482,7 @@ bool GemvHandles(GgmlType type) {
         case GgmlType::Q8_0:
         case GgmlType::IQ4_NL:
         case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
         case GgmlType::Q6_K:
         case GgmlType::F16:
         case GgmlType::BF16:
