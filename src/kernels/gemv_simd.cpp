@@ -5,11 +5,13 @@
 // AVX-512 adds vpdpbusd (VNNI) through inline assembly. Other types and targets report "not
 // handled" and the caller runs the scalar reference.
 
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
 #include "core/half.h"
+#include "kernels/block_unpack.h"
 #include "kernels/kernel_path.h"
 #include "kernels/matmul_simd.h"
 #include "quant/block_types.h"
@@ -70,42 +72,59 @@ struct alignas(32) Int8x32 {
     int8_t bytes[32];
 };
 
-// Per-call view of Q8_0 activations. Besides the blocks: their scales as f32 and, for Q4_0, the
-// blocks in pairs rearranged to match how two Q4_0 blocks unpack in one 256-bit vector (low
-// nibbles of both, then high nibbles of both), with the integer start value that corrects for
-// using the nibbles unsigned (0..15 instead of q - 8): -8 * sum(q) in lanes 0 and 4.
-struct Q8_0View {
-    const block_q8_0* blocks;
-    std::vector<float> d;
+// Per-call view of Q8_0 or Q8_1 activations: block scales (and Q8_1's sums) as f32 and, for the
+// nibble kernels, the blocks in pairs rearranged to match how two weight blocks unpack in one
+// 256-bit vector (low nibbles of both, then high nibbles of both), with -sum(q) of each block in
+// lanes 0 and 4 (shifted, it starts the accumulator of a type whose values are stored with an
+// offset: 8 for Q4_0, 16 for Q5_0).
+struct Q8View {
+    const block_q8_0* blocks;  // Q8_0 activations only
+    const std::byte* base;
+    std::size_t stride;     // bytes per activation block
+    std::size_t qs_offset;  // of qs inside a block
+    std::vector<float> d, s;
     std::vector<Int8x32> pair_low, pair_high;
-    std::vector<Int32x8> pair_start;
+    std::vector<Int32x8> pair_neg_sum;
+    const int8_t* qs(int64_t b) const {
+        return reinterpret_cast<const int8_t*>(base + static_cast<std::size_t>(b) * stride +
+                                               qs_offset);
+    }
 };
 
-void PrepareQ8_0(const std::byte* row, int64_t n_blocks, bool pairs, Q8_0View& v) {
+template <class ActBlock>
+void PrepareQ8(const std::byte* row, int64_t n_blocks, bool pairs, Q8View& v) {
+    const auto* blocks = reinterpret_cast<const ActBlock*>(row);
     v.blocks = reinterpret_cast<const block_q8_0*>(row);
+    v.base = row;
+    v.stride = sizeof(ActBlock);
+    v.qs_offset = offsetof(ActBlock, qs);
     v.d.resize(static_cast<std::size_t>(n_blocks) + 8);
-    for (int64_t b = 0; b < n_blocks; ++b) v.d[b] = HalfToFloat(v.blocks[b].d);
+    v.s.resize(static_cast<std::size_t>(n_blocks) + 8);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        v.d[b] = HalfToFloat(blocks[b].d);
+        if constexpr (std::is_same_v<ActBlock, block_q8_1>) v.s[b] = HalfToFloat(blocks[b].s);
+    }
     if (!pairs) return;
     const auto n_pairs = static_cast<std::size_t>((n_blocks + 1) / 2);
     v.pair_low.resize(n_pairs);
     v.pair_high.resize(n_pairs);
-    v.pair_start.resize(n_pairs);
+    v.pair_neg_sum.resize(n_pairs);
     for (int64_t b = 0; b < n_blocks; ++b) {
-        const int8_t* q = v.blocks[b].qs;
+        const int8_t* q = blocks[b].qs;
         const auto p = static_cast<std::size_t>(b / 2);
         const int half = static_cast<int>(b % 2);
         std::memcpy(v.pair_low[p].bytes + 16 * half, q, 16);
         std::memcpy(v.pair_high[p].bytes + 16 * half, q + 16, 16);
         int32_t sum = 0;
         for (int i = 0; i < 32; ++i) sum += q[i];
-        if (half == 0) v.pair_start[p] = Int32x8{};
-        v.pair_start[p].lanes[4 * half] = -8 * sum;
+        if (half == 0) v.pair_neg_sum[p] = Int32x8{};
+        v.pair_neg_sum[p].lanes[4 * half] = -sum;
     }
 }
 
 // d(w) * d(x) for every block of a row of 32-blocks, 8 at a time through vcvtph2ps.
 template <class Block>
-void BlockScales(const Block* w, const Q8_0View& a, int64_t n_blocks, float* out) {
+void BlockScales(const Block* w, const Q8View& a, int64_t n_blocks, float* out) {
     int64_t b = 0;
     for (; b + 8 <= n_blocks; b += 8) {
         alignas(16) uint16_t halves[8];
@@ -116,17 +135,61 @@ void BlockScales(const Block* w, const Q8_0View& a, int64_t n_blocks, float* out
     for (; b < n_blocks; ++b) out[b] = HalfToFloat(w[b].d) * a.d[b];
 }
 
-// Q4_0 and IQ4_NL two blocks at a time: one 256-bit vector holds both blocks' nibbles. Q4_0
-// uses them unsigned (the start value corrects the offset of 8); IQ4_NL maps them through its
-// 16-entry table to signed values.
-//
+// The 32-value types with 4-bit codes, two blocks at a time: one 256-bit vector holds both
+// blocks' nibbles. Q4_0 and Q5_0 use their codes unsigned (the accumulator starts at
+// -offset * sum(a)); Q5_0 and Q5_1 add a fifth bit from qh; Q4_1 and Q5_1 add m * s per block
+// (s = Q8_1's scaled sum); IQ4_NL maps the codes through its table to signed values.
+enum class Nibbles { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kIq4Nl };
+
+template <Nibbles kKind>
+constexpr GgmlType kNibbleType = kKind == Nibbles::kQ4_0   ? GgmlType::Q4_0
+                                 : kKind == Nibbles::kQ4_1 ? GgmlType::Q4_1
+                                 : kKind == Nibbles::kQ5_0 ? GgmlType::Q5_0
+                                 : kKind == Nibbles::kQ5_1 ? GgmlType::Q5_1
+                                                           : GgmlType::IQ4_NL;
+
+// Bit i % 8 of byte i / 8 of a block's qh, as 0x10 in byte i: the fifth bits of elements 0-15
+// (`which` 0) or 16-31 (`which` 1) of two blocks, one per 128-bit half.
+inline __m256i FifthBits(uint32_t qh0, uint32_t qh1, int which) {
+    const __m256i both =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_cvtsi32_si128(static_cast<int>(qh0))),
+                                _mm_cvtsi32_si128(static_cast<int>(qh1)), 1);
+    const char lo = static_cast<char>(2 * which);
+    const char hi = static_cast<char>(2 * which + 1);
+    const __m256i spread =
+        _mm256_setr_epi8(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi, lo, lo, lo,
+                         lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
+    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
+    const __m256i bytes = _mm256_and_si256(_mm256_shuffle_epi8(both, spread), bit);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(bytes, bit), _mm256_set1_epi8(0x10));
+}
+
+// sum over blocks of m * s (Q4_1, Q5_1), 8 blocks at a time.
+template <class Block>
+float OffsetSum(const Block* w, const Q8View& a, int64_t n_blocks) {
+    __m256 acc = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 8 <= n_blocks; b += 8) {
+        alignas(16) uint16_t halves[8];
+        for (int k = 0; k < 8; ++k) halves[k] = w[b + k].m;
+        const __m256 m = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(halves)));
+        acc = _mm256_fmadd_ps(m, _mm256_loadu_ps(a.s.data() + b), acc);
+    }
+    float sum = HorizontalSum(acc);
+    for (; b < n_blocks; ++b) sum += HalfToFloat(w[b].m) * a.s[b];
+    return sum;
+}
+
 // kRows rows at once: the activation pair is loaded once for all of them, and several weight
-// streams in flight keep more memory requests outstanding.
-// `next` (kRows rows, or null) are prefetched along the way: the block scales are read before
-// the main loop, so the rows must already be on their way from DRAM when a group starts.
-template <bool kVnni, bool kIq4Nl, int kRows, class Block>
-void DotNibblePairs(const Block* const* w, const Block* const* next, const Q8_0View& a,
+// streams in flight keep more memory requests outstanding. `next` (kRows rows, or null) are
+// prefetched along the way: the block scales are read before the main loop, so the rows must
+// already be on their way from DRAM when a group starts.
+template <bool kVnni, Nibbles kKind, int kRows, class Block>
+void DotNibblePairs(const Block* const* w, const Block* const* next, const Q8View& a,
                     int64_t n_blocks, float* scales, float* out) {
+    constexpr bool kFifthBit = kKind == Nibbles::kQ5_0 || kKind == Nibbles::kQ5_1;
+    constexpr bool kOffset = kKind == Nibbles::kQ4_1 || kKind == Nibbles::kQ5_1;
+    constexpr int kZeroShift = kKind == Nibbles::kQ4_0 ? 3 : kKind == Nibbles::kQ5_0 ? 4 : 0;
     const std::size_t stride = static_cast<std::size_t>(n_blocks) + 8;
     for (int r = 0; r < kRows; ++r) BlockScales(w[r], a, n_blocks, scales + r * stride);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -140,24 +203,34 @@ void DotNibblePairs(const Block* const* w, const Block* const* next, const Q8_0V
         const std::size_t p = static_cast<std::size_t>(b / 2);
         const __m256i a_low = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_low[p]));
         const __m256i a_high = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_high[p]));
+        __m256i start = _mm256_setzero_si256();
+        if constexpr (kZeroShift > 0) {
+            start = _mm256_slli_epi32(
+                _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_neg_sum[p])),
+                kZeroShift);
+        }
         for (int r = 0; r < kRows; ++r) {
-            if ((b & 3) == 0) {
-                _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + kPrefetchBytes, _MM_HINT_T0);
-            }
+            if (next) _mm_prefetch(reinterpret_cast<const char*>(next[r] + b), _MM_HINT_T0);
             const __m256i packed =
                 _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(w[r][b + 1].qs),
                                     reinterpret_cast<const __m128i*>(w[r][b].qs));
             __m256i low = _mm256_and_si256(packed, low4);
             __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+            if constexpr (kFifthBit) {
+                uint32_t qh0, qh1;
+                std::memcpy(&qh0, w[r][b].qh, 4);
+                std::memcpy(&qh1, w[r][b + 1].qh, 4);
+                low = _mm256_or_si256(low, FifthBits(qh0, qh1, 0));
+                high = _mm256_or_si256(high, FifthBits(qh0, qh1, 1));
+            }
             __m256i sum;
-            if constexpr (kIq4Nl) {
+            if constexpr (kKind == Nibbles::kIq4Nl) {
                 low = _mm256_shuffle_epi8(table, low);
                 high = _mm256_shuffle_epi8(table, high);
                 sum = DotS8S8<kVnni>(_mm256_setzero_si256(), low, a_low);
                 sum = DotS8S8<kVnni>(sum, high, a_high);
             } else {
-                sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_start[p]));
-                sum = DotU8S8<kVnni>(sum, low, a_low);
+                sum = DotU8S8<kVnni>(start, low, a_low);
                 sum = DotU8S8<kVnni>(sum, high, a_high);
             }
             const __m128 two = _mm_castpd_ps(
@@ -169,23 +242,26 @@ void DotNibblePairs(const Block* const* w, const Block* const* next, const Q8_0V
     for (int r = 0; r < kRows; ++r) {
         float sum = HorizontalSum(acc[r]);
         if (b < n_blocks) {  // odd block count: the last block alone
-            const Block& last = w[r][b];
-            auto value = [](int nibble) { return kIq4Nl ? kvalues_iq4nl[nibble] : nibble - 8; };
+            UnpackedBlock last;
+            unpack_block(kNibbleType<kKind>, reinterpret_cast<const std::byte*>(w[r] + b), last);
+            const int8_t* q8 = a.qs(b);
             int32_t isum = 0;
-            for (int j = 0; j < 16; ++j) {
-                isum += value(last.qs[j] & 0x0F) * a.blocks[b].qs[j] +
-                        value(last.qs[j] >> 4) * a.blocks[b].qs[j + 16];
-            }
+            for (int j = 0; j < 32; ++j) isum += last.q[j] * q8[j];
             sum += static_cast<float>(isum) * scales[r * stride + b];
+            if constexpr (kOffset) sum -= last.dmin * a.s[b];
+        }
+        if constexpr (kOffset) {
+            const int64_t paired = b;  // blocks [0, b) went through the vector loop
+            sum += OffsetSum(w[r], a, paired);
         }
         out[r] = sum;
     }
 }
 
-// Rows [r0, r1) of a Q4_0 or IQ4_NL matrix, four rows at a time.
-template <bool kVnni, bool kIq4Nl, class Block>
+// Rows [r0, r1) of a nibble-type matrix, four rows at a time.
+template <bool kVnni, Nibbles kKind, class Block>
 void NibbleRows(const std::byte* base, std::size_t row_bytes, int64_t r0, int64_t r1,
-                const Q8_0View& a, int64_t n_blocks, float* scales, float* y) {
+                const Q8View& a, int64_t n_blocks, float* scales, float* y) {
     constexpr int kRows = 4;
     auto row = [&](int64_t r) {
         return reinterpret_cast<const Block*>(base + static_cast<std::size_t>(r) * row_bytes);
@@ -198,18 +274,18 @@ void NibbleRows(const std::byte* base, std::size_t row_bytes, int64_t r0, int64_
         if (has_next) {
             for (int k = 0; k < kRows; ++k) next[k] = row(r + kRows + k);
         }
-        DotNibblePairs<kVnni, kIq4Nl, kRows, Block>(rows, has_next ? next : nullptr, a, n_blocks,
-                                                    scales, y + r);
+        DotNibblePairs<kVnni, kKind, kRows, Block>(rows, has_next ? next : nullptr, a, n_blocks,
+                                                   scales, y + r);
     }
     for (; r < r1; ++r) {
         const Block* one[1] = {row(r)};
-        DotNibblePairs<kVnni, kIq4Nl, 1, Block>(one, nullptr, a, n_blocks, scales, y + r);
+        DotNibblePairs<kVnni, kKind, 1, Block>(one, nullptr, a, n_blocks, scales, y + r);
     }
 }
 
 // Q8_0: signed weights against signed activations.
 template <bool kVnni>
-float DotQ8_0(const block_q8_0* w, const Q8_0View& a, int64_t n_blocks, float* scales) {
+float DotQ8_0(const block_q8_0* w, const Q8View& a, int64_t n_blocks, float* scales) {
     BlockScales(w, a, n_blocks, scales);
     __m256 acc0 = _mm256_setzero_ps();
     __m256 acc1 = _mm256_setzero_ps();
@@ -409,7 +485,7 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
     const std::byte* base = w.data.data();
     const int64_t n_blocks32 = w.n_cols / 32;
     const int64_t n_blocks256 = w.n_cols / QK_K;
-    thread_local Q8_0View q8_0;
+    thread_local Q8View q8;
     thread_local std::vector<float> scales;
     thread_local std::vector<Int32x8> bsum_pairs;
     scales.resize(4 * (static_cast<std::size_t>(n_blocks32) + 8));
@@ -420,9 +496,14 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
         const auto* a_f = reinterpret_cast<const float*>(a_row);
         switch (w.type) {
             case GgmlType::Q4_0:
+            case GgmlType::Q5_0:
             case GgmlType::Q8_0:
             case GgmlType::IQ4_NL:
-                PrepareQ8_0(a_row, n_blocks32, w.type != GgmlType::Q8_0, q8_0);
+                PrepareQ8<block_q8_0>(a_row, n_blocks32, w.type != GgmlType::Q8_0, q8);
+                break;
+            case GgmlType::Q4_1:
+            case GgmlType::Q5_1:
+                PrepareQ8<block_q8_1>(a_row, n_blocks32, true, q8);
                 break;
             case GgmlType::Q4_K:
             case GgmlType::Q5_K:
@@ -431,22 +512,41 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
             default:
                 break;
         }
-        if (w.type == GgmlType::Q4_0) {
-            NibbleRows<kVnni, false, block_q4_0>(base, row_bytes, r0, r1, q8_0, n_blocks32,
-                                                 scales.data(), yt);
-            continue;
-        }
-        if (w.type == GgmlType::IQ4_NL) {
-            NibbleRows<kVnni, true, block_iq4_nl>(base, row_bytes, r0, r1, q8_0, n_blocks32,
-                                                  scales.data(), yt);
-            continue;
+        auto nibble_rows = [&](auto kind, auto block) {
+            using Block = std::remove_const_t<std::remove_pointer_t<decltype(block)>>;
+            NibbleRows<kVnni, decltype(kind)::value, Block>(base, row_bytes, r0, r1, q8, n_blocks32,
+                                                            scales.data(), yt);
+        };
+        switch (w.type) {
+            case GgmlType::Q4_0:
+                nibble_rows(std::integral_constant<Nibbles, Nibbles::kQ4_0>{},
+                            static_cast<const block_q4_0*>(nullptr));
+                continue;
+            case GgmlType::Q4_1:
+                nibble_rows(std::integral_constant<Nibbles, Nibbles::kQ4_1>{},
+                            static_cast<const block_q4_1*>(nullptr));
+                continue;
+            case GgmlType::Q5_0:
+                nibble_rows(std::integral_constant<Nibbles, Nibbles::kQ5_0>{},
+                            static_cast<const block_q5_0*>(nullptr));
+                continue;
+            case GgmlType::Q5_1:
+                nibble_rows(std::integral_constant<Nibbles, Nibbles::kQ5_1>{},
+                            static_cast<const block_q5_1*>(nullptr));
+                continue;
+            case GgmlType::IQ4_NL:
+                nibble_rows(std::integral_constant<Nibbles, Nibbles::kIq4Nl>{},
+                            static_cast<const block_iq4_nl*>(nullptr));
+                continue;
+            default:
+                break;
         }
         for (int64_t r = r0; r < r1; ++r) {
             const std::byte* row = base + static_cast<std::size_t>(r) * row_bytes;
             switch (w.type) {
                 case GgmlType::Q8_0:
-                    yt[r] = DotQ8_0<kVnni>(reinterpret_cast<const block_q8_0*>(row), q8_0,
-                                           n_blocks32, scales.data());
+                    yt[r] = DotQ8_0<kVnni>(reinterpret_cast<const block_q8_0*>(row), q8, n_blocks32,
+                                           scales.data());
                     break;
                 case GgmlType::Q4_K:
                     yt[r] = DotQ45_K(reinterpret_cast<const block_q4_K*>(row), a_k,
@@ -479,6 +579,9 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
 bool GemvHandles(GgmlType type) {
     switch (type) {
         case GgmlType::Q4_0:
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_0:
+        case GgmlType::Q5_1:
         case GgmlType::Q8_0:
         case GgmlType::IQ4_NL:
         case GgmlType::Q4_K:
