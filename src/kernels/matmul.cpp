@@ -39,10 +39,12 @@ void validate(const WeightMatrix& w, int64_t n_tokens) {
         throw UsageError(
             concat("matmul: weight shape ", w.n_cols, " x ", w.n_rows, " is too large"));
     }
-    const std::size_t need = row_size(w.type, w.n_cols) * static_cast<std::size_t>(w.n_rows);
-    if (w.data.size() < need) {
-        throw UsageError(concat("matmul: weight data holds ", w.data.size(), " bytes, ", w.n_rows,
-                                " rows of ", w.n_cols, " ", type_name(w.type), " need ", need));
+    // Divide rather than multiply: rows x row bytes may not fit in 64 bits.
+    const std::size_t row_bytes = row_size(w.type, w.n_cols);
+    if (w.data.size() / row_bytes < static_cast<std::size_t>(w.n_rows)) {
+        throw UsageError(concat("matmul: weight data holds ", w.data.size(), " bytes, too few for ",
+                                w.n_rows, " rows of ", w.n_cols, " ", type_name(w.type), " (",
+                                row_bytes, " bytes each)"));
     }
     if (n_tokens < 0) throw UsageError(concat("matmul: negative token count ", n_tokens));
 }

@@ -246,6 +246,10 @@ TEST(Matmul, RejectsBadShapesAndTypes) {
     float y[4] = {};
     EXPECT_THROW(matmul({GgmlType::Q4_0, 48, 1, data}, x, 1, y, pool, scratch), UsageError);
     EXPECT_THROW(matmul({GgmlType::Q4_0, 32, 100, data}, x, 1, y, pool, scratch), UsageError);
+    // rows x row bytes overflows 64 bits: must be rejected, not wrapped around
+    EXPECT_THROW(
+        matmul({GgmlType::F32, int64_t{1} << 32, int64_t{1} << 32, data}, x, 1, y, pool, scratch),
+        UsageError);
     EXPECT_THROW(matmul({GgmlType::IQ2_XXS, 256, 1, data}, x, 1, y, pool, scratch),
                  UnsupportedError);
     EXPECT_THROW(matmul({GgmlType::Q8_0, 32, 1, data}, x, -1, y, pool, scratch), UsageError);
