@@ -34,9 +34,12 @@ class ThreadPool {
     // the same pool (it throws UsageError).
     void run(const Task& fn);
 
-    // How long a worker spins before yielding, and yields before sleeping (microseconds).
-    static constexpr int64_t kSpinMicros = 300;
-    static constexpr int64_t kYieldMicros = 3000;
+    // How long a waiting thread spins before yielding, and yields before sleeping
+    // (microseconds). Spinning stays short because an unpinned worker may share a CPU with the
+    // caller (seen on the 2-vCPU development sandbox): there, every microsecond of spinning is
+    // taken from the thread being waited for. Pinning avoids that.
+    static constexpr int64_t kSpinMicros = 20;
+    static constexpr int64_t kYieldMicros = 2000;
 
   private:
     void worker_loop(int thread_index);

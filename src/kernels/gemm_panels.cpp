@@ -20,8 +20,8 @@ constexpr std::size_t align64(std::size_t n) {
 std::size_t int_panel_bytes(GgmlType type, int64_t n_cols) {
     const UnpackLayout layout = unpack_layout(type);
     const auto n_sub = static_cast<std::size_t>(n_cols / layout.sub_size);
-    const std::size_t per_sub = n_sub * kPanelRows * 4;
-    return align64(static_cast<std::size_t>(n_cols) * kPanelRows) + 3 * align64(per_sub);
+    const std::size_t per_sub = n_sub * kPanelRows * sizeof(float);
+    return align64(static_cast<std::size_t>(n_cols) * kPanelRows) + 2 * align64(per_sub);
 }
 
 IntPanel int_panel_at(std::byte* memory, GgmlType type, int64_t n_cols) {
@@ -30,10 +30,8 @@ IntPanel int_panel_at(std::byte* memory, GgmlType type, int64_t n_cols) {
     const std::size_t per_sub = align64(static_cast<std::size_t>(n_sub) * kPanelRows * 4);
     std::byte* p = memory;
     IntPanel panel{};
-    panel.q = reinterpret_cast<int8_t*>(p);
+    panel.q = reinterpret_cast<uint8_t*>(p);
     p += align64(static_cast<std::size_t>(n_cols) * kPanelRows);
-    panel.wsum = reinterpret_cast<int32_t*>(p);
-    p += per_sub;
     panel.scale = reinterpret_cast<float*>(p);
     p += per_sub;
     panel.offset = reinterpret_cast<float*>(p);
@@ -49,16 +47,15 @@ void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& pa
     const int subs_per_block = layout.block_values / layout.sub_size;
     const std::size_t w_row_bytes = row_size(w.type, w.n_cols);
     const std::size_t block_bytes = type_size(w.type);
-    const int sub = panel.sub_size;
+    const int groups_per_block = layout.block_values / 4;
     UnpackedBlock block;
     for (int row = 0; row < kPanelRows; ++row) {
         const int64_t r = row_begin + row;
         if (r >= w.n_rows) {
+            for (int64_t g = 0; g < w.n_cols / 4; ++g) {
+                std::memset(panel.q + g * kPanelRows * 4 + row * 4, 128, 4);  // value 0
+            }
             for (int64_t s = 0; s < panel.n_sub; ++s) {
-                for (int g = 0; g < sub / 4; ++g) {
-                    std::memset(panel.q + (s * sub / 4 + g) * kPanelRows * 4 + row * 4, 0, 4);
-                }
-                panel.wsum[s * kPanelRows + row] = 0;
                 panel.scale[s * kPanelRows + row] = 0.0f;
                 panel.offset[s * kPanelRows + row] = 0.0f;
             }
@@ -67,16 +64,14 @@ void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& pa
         const std::byte* w_row = w.data.data() + static_cast<std::size_t>(r) * w_row_bytes;
         for (int64_t b = 0; b < blocks_per_row; ++b) {
             unpack_block(w.type, w_row + static_cast<std::size_t>(b) * block_bytes, block);
+            uint8_t* q = panel.q + (b * groups_per_block * kPanelRows + row) * 4;
+            for (int g = 0; g < groups_per_block; ++g) {
+                for (int i = 0; i < 4; ++i) {
+                    q[g * kPanelRows * 4 + i] = static_cast<uint8_t>(block.q[g * 4 + i] + 128);
+                }
+            }
             for (int j = 0; j < subs_per_block; ++j) {
                 const int64_t s = b * subs_per_block + j;
-                const int8_t* q = block.q + j * sub;
-                int32_t qsum = 0;
-                for (int g = 0; g < sub / 4; ++g) {
-                    std::memcpy(panel.q + (s * sub / 4 + g) * kPanelRows * 4 + row * 4, q + g * 4,
-                                4);
-                }
-                for (int i = 0; i < sub; ++i) qsum += q[i];
-                panel.wsum[s * kPanelRows + row] = -128 * qsum;
                 panel.scale[s * kPanelRows + row] = block.d * static_cast<float>(block.scale[j]);
                 panel.offset[s * kPanelRows + row] = -block.dmin * static_cast<float>(block.min[j]);
             }
@@ -87,21 +82,26 @@ void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& pa
 std::size_t int_activations_bytes(GgmlType weight_type, int64_t n_cols, int64_t n_tokens) {
     const UnpackLayout layout = unpack_layout(weight_type);
     const auto n_sub = static_cast<std::size_t>(n_cols / layout.sub_size);
-    const auto tokens = static_cast<std::size_t>(n_tokens);
-    return align64(tokens * static_cast<std::size_t>(n_cols)) +
-           2 * align64(tokens * n_sub * sizeof(float));
+    const auto padded =
+        static_cast<std::size_t>((n_tokens + kTokenTile - 1) / kTokenTile) * kTokenTile;
+    return align64(padded * static_cast<std::size_t>(n_cols)) +
+           3 * align64(padded * n_sub * sizeof(float));
 }
 
 IntActivations int_activations_at(std::byte* memory, GgmlType weight_type, int64_t n_cols,
                                   int64_t n_tokens) {
     const UnpackLayout layout = unpack_layout(weight_type);
     const int64_t n_sub = n_cols / layout.sub_size;
-    const auto tokens = static_cast<std::size_t>(n_tokens);
+    const auto padded =
+        static_cast<std::size_t>((n_tokens + kTokenTile - 1) / kTokenTile) * kTokenTile;
+    const std::size_t per_sub = align64(padded * static_cast<std::size_t>(n_sub) * sizeof(float));
     IntActivations a{};
-    a.u8 = reinterpret_cast<const uint8_t*>(memory);
-    std::byte* p = memory + align64(tokens * static_cast<std::size_t>(n_cols));
+    a.q = reinterpret_cast<const int8_t*>(memory);
+    std::byte* p = memory + align64(padded * static_cast<std::size_t>(n_cols));
+    a.corr = reinterpret_cast<const int32_t*>(p);
+    p += per_sub;
     a.d = reinterpret_cast<const float*>(p);
-    p += align64(tokens * static_cast<std::size_t>(n_sub) * sizeof(float));
+    p += per_sub;
     a.sum = layout.has_min ? reinterpret_cast<const float*>(p) : nullptr;
     a.n_cols = n_cols;
     a.n_sub = n_sub;
@@ -110,48 +110,56 @@ IntActivations int_activations_at(std::byte* memory, GgmlType weight_type, int64
 
 void fill_int_activations(GgmlType weight_type, const Activations& act, int64_t n_cols,
                           int64_t t_begin, int64_t t_end, std::byte* memory) {
-    const UnpackLayout layout = unpack_layout(weight_type);
     const IntActivations a = int_activations_at(memory, weight_type, n_cols, act.n_tokens);
-    auto* u8 = const_cast<uint8_t*>(a.u8);
-    auto* d = const_cast<float*>(a.d);
-    auto* sum = const_cast<float*>(a.sum);
-    const int sub = layout.sub_size;
-    for (int64_t t = t_begin; t < t_end; ++t) {
-        const std::byte* row = act.data + static_cast<std::size_t>(t) * act.row_bytes;
-        uint8_t* out = u8 + t * n_cols;
-        float* out_d = d + t * a.n_sub;
-        float* out_sum = sum ? sum + t * a.n_sub : nullptr;
-        if (act.type == GgmlType::Q8_K) {
-            const auto* blocks = reinterpret_cast<const block_q8_K*>(row);
-            for (int64_t s = 0; s < a.n_sub; ++s) {
-                const block_q8_K& b = blocks[s * sub / QK_K];
+    const int sub = static_cast<int>(n_cols / a.n_sub);
+    auto* q_out = const_cast<int8_t*>(a.q);
+    auto* corr_out = const_cast<int32_t*>(a.corr);
+    auto* d_out = const_cast<float*>(a.d);
+    auto* sum_out = const_cast<float*>(a.sum);
+    // Padding tokens of the last tile: zeros (their results are never stored).
+    const int64_t padded_end = (t_begin < t_end && t_end == act.n_tokens)
+                                   ? (act.n_tokens + kTokenTile - 1) / kTokenTile * kTokenTile
+                                   : t_end;
+    int8_t qs[QK_K];
+    for (int64_t t = t_begin; t < padded_end; ++t) {
+        const int64_t tile = t / kTokenTile;
+        const int slot = static_cast<int>(t % kTokenTile);
+        int8_t* q_tile = q_out + tile * n_cols * kTokenTile;
+        const int64_t sub_base = a.sub_tile(tile);
+        const std::byte* row =
+            t < act.n_tokens ? act.data + static_cast<std::size_t>(t) * act.row_bytes : nullptr;
+        for (int64_t s = 0; s < a.n_sub; ++s) {
+            float d = 0.0f;
+            float scaled_sum = 0.0f;
+            if (row == nullptr) {
+                std::memset(qs, 0, static_cast<std::size_t>(sub));
+            } else if (act.type == GgmlType::Q8_K) {
+                const auto& b = reinterpret_cast<const block_q8_K*>(row)[s * sub / QK_K];
                 const int off = static_cast<int>((s * sub) % QK_K);
-                for (int i = 0; i < sub; ++i) {
-                    out[s * sub + i] = static_cast<uint8_t>(b.qs[off + i] + 128);
-                }
-                out_d[s] = b.d;
-                if (out_sum) {
-                    int32_t bsum = 0;
-                    for (int i = off / 16; i < (off + sub) / 16; ++i) bsum += b.bsums[i];
-                    out_sum[s] = b.d * static_cast<float>(bsum);
-                }
+                std::memcpy(qs, b.qs + off, static_cast<std::size_t>(sub));
+                d = b.d;
+                int32_t bsum = 0;
+                for (int i = off / 16; i < (off + sub) / 16; ++i) bsum += b.bsums[i];
+                scaled_sum = b.d * static_cast<float>(bsum);
+            } else if (act.type == GgmlType::Q8_1) {
+                const auto& b = reinterpret_cast<const block_q8_1*>(row)[s];
+                std::memcpy(qs, b.qs, 32);
+                d = f16_to_f32(b.d);
+                scaled_sum = f16_to_f32(b.s);
+            } else {
+                const auto& b = reinterpret_cast<const block_q8_0*>(row)[s];
+                std::memcpy(qs, b.qs, 32);
+                d = f16_to_f32(b.d);
             }
-        } else {
-            const bool q8_1 = act.type == GgmlType::Q8_1;
-            for (int64_t s = 0; s < a.n_sub; ++s) {
-                const int8_t* qs;
-                if (q8_1) {
-                    const auto& b = reinterpret_cast<const block_q8_1*>(row)[s];
-                    qs = b.qs;
-                    out_d[s] = f16_to_f32(b.d);
-                    if (out_sum) out_sum[s] = f16_to_f32(b.s);
-                } else {
-                    const auto& b = reinterpret_cast<const block_q8_0*>(row)[s];
-                    qs = b.qs;
-                    out_d[s] = f16_to_f32(b.d);
-                }
-                for (int i = 0; i < 32; ++i) out[s * 32 + i] = static_cast<uint8_t>(qs[i] + 128);
+            int32_t qsum = 0;
+            for (int i = 0; i < sub; ++i) qsum += qs[i];
+            for (int g = 0; g < sub / 4; ++g) {
+                std::memcpy(q_tile + ((s * sub / 4 + g) * kTokenTile + slot) * 4, qs + g * 4, 4);
             }
+            const int64_t at = sub_base + s * kTokenTile + slot;
+            corr_out[at] = -128 * qsum;
+            d_out[at] = d;
+            if (sum_out) sum_out[at] = scaled_sum;
         }
     }
 }

@@ -39,10 +39,12 @@ void validate(const WeightMatrix& w, int64_t n_tokens) {
         throw UsageError(
             concat("matmul: weight shape ", w.n_cols, " x ", w.n_rows, " is too large"));
     }
-    const std::size_t need = row_size(w.type, w.n_cols) * static_cast<std::size_t>(w.n_rows);
-    if (w.data.size() < need) {
-        throw UsageError(concat("matmul: weight data holds ", w.data.size(), " bytes, ", w.n_rows,
-                                " rows of ", w.n_cols, " ", type_name(w.type), " need ", need));
+    // Divide rather than multiply: rows x row bytes may not fit in 64 bits.
+    const std::size_t row_bytes = row_size(w.type, w.n_cols);
+    if (w.data.size() / row_bytes < static_cast<std::size_t>(w.n_rows)) {
+        throw UsageError(concat("matmul: weight data holds ", w.data.size(), " bytes, too few for ",
+                                w.n_rows, " rows of ", w.n_cols, " ", type_name(w.type), " (",
+                                row_bytes, " bytes each)"));
     }
     if (n_tokens < 0) throw UsageError(concat("matmul: negative token count ", n_tokens));
 }
@@ -125,9 +127,10 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
     const GgmlType act_type = float_weights ? GgmlType::F32 : weight_act;
     const std::size_t act_row = kernels::activation_row_bytes(act_type, w.n_cols);
     const bool scalar = kernel_path() == KernelPath::kScalar;
-    // A few tokens are cheaper as repeated GEMV (each weight byte read per token, but no panel
-    // unpacking) when a SIMD GEMV kernel exists.
-    constexpr int64_t kGemmMinTokens = 4;
+    // Below 16 tokens repeated GEMV is cheaper when a SIMD GEMV kernel exists: the panels are
+    // unpacked by scalar code, and unpacking a whole matrix costs about as much as 15 GEMV
+    // passes over it (4096 x 4096 Q4_0), which only a larger batch amortizes.
+    constexpr int64_t kGemmMinTokens = 16;
     const bool gemm = !scalar && n_tokens > 1 &&
                       (n_tokens >= kGemmMinTokens || !kernels::gemv_simd_handles(w.type));
     const int n_threads = pool.size();

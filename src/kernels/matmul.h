@@ -6,8 +6,8 @@
 // for Q4_1/Q5_1, Q8_K for the K-quants, IQ4_XS and the ternary types; rounded to f16 for F16
 // weights and to bf16 for BF16), so that the result matches llama.cpp's up to summation order.
 // One token takes the GEMV path (memory-bound: rows split across threads, each weight byte read
-// once); several tokens take the GEMM path (rows unpacked once into a register-friendly panel,
-// then reused for every token).
+// once); 16 tokens or more take the GEMM path (16 rows at a time unpacked into a panel that every
+// token then reuses); in between, GEMV runs once per token where a SIMD GEMV kernel exists.
 
 #include <cstddef>
 #include <cstdint>

@@ -34,14 +34,13 @@ float dot_row_scalar(GgmlType type, const std::byte* w_row, const std::byte* act
 inline constexpr int kPanelRows = 16;
 
 // Integer panel of a quantized type, sub-blocks of sub_size values (16 or 32):
-//   q:      per sub-block, per group of 4 values: kPanelRows rows x 4 int8 (64 bytes),
-//   wsum:   per sub-block and row, -128 * sum(q) (activations are stored as q + 128),
+//   q:      per sub-block, per group of 4 values: kPanelRows rows x 4 bytes (64 bytes), each the
+//           value + 128 (unsigned, the operand order of vpdpbusd),
 //   scale:  per sub-block and row, d * scale (f32),
 //   offset: per sub-block and row, -dmin * min (f32; only when has_min).
 // Rows past the matrix end are zero.
 struct IntPanel {
-    int8_t* q;
-    int32_t* wsum;
+    uint8_t* q;
     float* scale;
     float* offset;
     int64_t n_sub;
@@ -53,19 +52,29 @@ IntPanel int_panel_at(std::byte* memory, GgmlType type, int64_t n_cols);
 // Unpacks rows [row_begin, row_begin + kPanelRows) (clipped at n_rows) into the panel.
 void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& panel);
 
-// Activations of the integer GEMM, per token: n_cols bytes q + 128, then per sub-block the
-// activation scale d (f32) and, with has_min, the scaled sum of the sub-block (f32).
+// Activations of the integer GEMM, in tiles of kTokenTile tokens (the last tile padded), so that
+// a kernel reads all of a tile's tokens through one pointer:
+//   q:    per tile, per group of 4 values: kTokenTile tokens x 4 int8 (32 bytes),
+//   corr: per tile, sub-block and token: -128 * sum(q) (undoes the + 128 of the weights),
+//   d:    per tile, sub-block and token: activation scale (f32),
+//   sum:  per tile, sub-block and token: scaled sum, d * sum(q) or Q8_1's s (f32; has_min only).
+inline constexpr int kTokenTile = 8;
 struct IntActivations {
-    const uint8_t* u8;  // [n_tokens][n_cols]
-    const float* d;     // [n_tokens][n_sub]
-    const float* sum;   // [n_tokens][n_sub] or null
+    const int8_t* q;
+    const int32_t* corr;
+    const float* d;
+    const float* sum;  // null without has_min
     int64_t n_cols;
     int64_t n_sub;
+    // Start of tile `tile`'s data in each array.
+    const int8_t* q_tile(int64_t tile) const { return q + tile * n_cols * kTokenTile; }
+    int64_t sub_tile(int64_t tile) const { return tile * n_sub * kTokenTile; }
 };
 std::size_t int_activations_bytes(GgmlType weight_type, int64_t n_cols, int64_t n_tokens);
-// Converts tokens [t_begin, t_end) of act into memory laid out for all n_tokens.
 IntActivations int_activations_at(std::byte* memory, GgmlType weight_type, int64_t n_cols,
                                   int64_t n_tokens);
+// Converts tokens [t_begin, t_end) of act into memory laid out for all n_tokens (threads may fill
+// disjoint token ranges at once).
 void fill_int_activations(GgmlType weight_type, const Activations& act, int64_t n_cols,
                           int64_t t_begin, int64_t t_end, std::byte* memory);
 

@@ -8,6 +8,8 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "kernels/kernel_path.h"
+#include "kernels/ops_simd.h"
 #include "quant/dequantize.h"
 
 namespace minfer {
@@ -96,15 +98,18 @@ void softmax(float* x, int64_t n, float scale, const float* mask) {
         return;
     }
     double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-        x[i] = std::exp(x[i] - max);
-        sum += x[i];
+    if (kernel_path() == KernelPath::kBest) {
+        kernels::exp_shifted_simd(x, n, max);
+    } else {
+        for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i] - max);
     }
+    for (int64_t i = 0; i < n; ++i) sum += x[i];
     const float inv = static_cast<float>(1.0 / sum);
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
 void silu(const float* x, float* y, int64_t n) {
+    if (kernel_path() == KernelPath::kBest) return kernels::silu_simd(x, y, n);
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
 }
 
@@ -123,6 +128,7 @@ void gelu(const float* x, float* y, int64_t n) {
 }
 
 void swiglu(const float* gate, const float* up, float* out, int64_t n) {
+    if (kernel_path() == KernelPath::kBest) return kernels::swiglu_simd(gate, up, out, n);
     for (int64_t i = 0; i < n; ++i) {
         const float g = gate[i];
         out[i] = g / (1.0f + std::exp(-g)) * up[i];

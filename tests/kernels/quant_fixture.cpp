@@ -1,5 +1,6 @@
 #include "quant_fixture.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -18,7 +19,8 @@ const std::vector<GgmlType>& matmul_types() {
 QuantFixture::QuantFixture(const std::string& path) : file_(GgufFile::open(path)) {}
 
 TestMatrix QuantFixture::make_matrix(GgmlType type, int64_t n_rows, int64_t n_cols) const {
-    constexpr int64_t kSegment = 256;
+    // Segments of one block (32 values for the float and 32-block types, 256 for the K-quants).
+    const int64_t kSegment = std::max<int64_t>(32, block_size(type));
     const TensorInfo& src = file_.tensor("src");
     const int64_t fixture_cols = src.ne[0];
     const int64_t fixture_rows = src.ne[1];

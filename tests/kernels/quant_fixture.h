@@ -31,7 +31,8 @@ struct TestMatrix {
 class QuantFixture {
   public:
     explicit QuantFixture(const std::string& path);
-    // n_cols must be a multiple of 256. Segment choice varies with row and position.
+    // n_cols must be a multiple of the block size (32 for float types). Which fixture segment
+    // goes where varies with row and position.
     TestMatrix make_matrix(GgmlType type, int64_t n_rows, int64_t n_cols) const;
 
   private:

@@ -21,6 +21,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -183,6 +184,7 @@ TEST_P(MatmulTest, AgreesWithGgmlDequantizationOnEveryPath) {
     const std::vector<Path> paths = kernel_paths();
 
     for (const Shape& shape : shapes()) {
+        if (shape.cols % std::max<int64_t>(32, block_size(type)) != 0) continue;
         const TestMatrix m = fixture.make_matrix(type, shape.rows, shape.cols);
         const std::vector<float> x = make_activations(
             shape.tokens, shape.cols, static_cast<uint32_t>(shape.rows * 31 + shape.tokens));
@@ -244,6 +246,10 @@ TEST(Matmul, RejectsBadShapesAndTypes) {
     float y[4] = {};
     EXPECT_THROW(matmul({GgmlType::Q4_0, 48, 1, data}, x, 1, y, pool, scratch), UsageError);
     EXPECT_THROW(matmul({GgmlType::Q4_0, 32, 100, data}, x, 1, y, pool, scratch), UsageError);
+    // rows x row bytes overflows 64 bits: must be rejected, not wrapped around
+    EXPECT_THROW(
+        matmul({GgmlType::F32, int64_t{1} << 32, int64_t{1} << 32, data}, x, 1, y, pool, scratch),
+        UsageError);
     EXPECT_THROW(matmul({GgmlType::IQ2_XXS, 256, 1, data}, x, 1, y, pool, scratch),
                  UnsupportedError);
     EXPECT_THROW(matmul({GgmlType::Q8_0, 32, 1, data}, x, -1, y, pool, scratch), UsageError);

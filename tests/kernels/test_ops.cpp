@@ -12,6 +12,7 @@
 #include "common/fixtures.h"
 #include "core/error.h"
 #include "gguf/gguf_file.h"
+#include "kernels/kernel_path.h"
 #include "kernels/ops.h"
 
 namespace minfer {
@@ -98,7 +99,14 @@ TEST(Ops, RopeRejectsBadConfig) {
     EXPECT_THROW(rope(x.data(), 2, 1, pos, {RopeStyle::kNormal, 32, 32, 1e4f, 1}), UsageError);
 }
 
-TEST(Ops, SoftmaxWithMaskAndScale) {
+// Every op runs its SIMD version by default; the exp-based ones also have a scalar one.
+class OpsOnPath : public ::testing::TestWithParam<KernelPath> {
+  protected:
+    void SetUp() override { set_kernel_path(GetParam()); }
+    void TearDown() override { set_kernel_path(KernelPath::kBest); }
+};
+
+TEST_P(OpsOnPath, SoftmaxWithMaskAndScale) {
     const int64_t n = 37;
     const std::vector<float> x = random_row(n, 3, 4.0f);
     std::vector<float> mask(static_cast<std::size_t>(n), 0.0f);
@@ -131,7 +139,7 @@ TEST(Ops, SoftmaxWithMaskAndScale) {
     for (float v : all_masked) EXPECT_EQ(v, 0.0f);
 }
 
-TEST(Ops, ActivationsMatchDoubleReference) {
+TEST_P(OpsOnPath, ActivationsMatchDoubleReference) {
     std::vector<float> x = random_row(2000, 11, 4.0f);
     x.insert(x.end(), {0.0f, -0.0f, -9.99f, -10.0f, -12.0f, 9.99f, 10.0f, 30.0f, -80.0f, 80.0f,
                        1e-6f, -3e-5f});
@@ -156,6 +164,12 @@ TEST(Ops, ActivationsMatchDoubleReference) {
         EXPECT_NEAR(g[i], gelu_ref, tol) << v;
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, OpsOnPath,
+                         ::testing::Values(KernelPath::kBest, KernelPath::kScalar),
+                         [](const auto& param_info) {
+                             return param_info.param == KernelPath::kBest ? "simd" : "scalar";
+                         });
 
 TEST(Ops, AddAndMul) {
     const std::vector<float> a = random_row(333, 1), b = random_row(333, 2);

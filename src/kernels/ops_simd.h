@@ -1,0 +1,13 @@
+#pragma once
+// Vectorized pieces of ops.cpp (Highway, dispatched at run time).
+
+#include <cstdint>
+
+namespace minfer::kernels {
+
+void silu_simd(const float* x, float* y, int64_t n);
+void swiglu_simd(const float* gate, const float* up, float* out, int64_t n);
+// x[i] = exp(x[i] - shift)
+void exp_shifted_simd(float* x, int64_t n, float shift);
+
+}  // namespace minfer::kernels
