@@ -390,6 +390,104 @@ float DotQ45_K(const Block* w, const block_q8_K* a, const Int32x8* bsum_pairs, i
     return HorizontalSum(_mm256_sub_ps(acc, min_acc));
 }
 
+// Q2_K and Q3_K against Q8_K: 2-bit planes (Q3_K adds a high bit from hmask and an offset of 4),
+// 16 sub-blocks of 16. Each 32-value vector spans two sub-blocks, so the scale vector holds
+// sub-block 2k in its low half and 2k + 1 in its high half, as in Q6_K.
+template <class Block>
+float DotQ23_K(const Block* w, const block_q8_K* a, int64_t n_blocks) {
+    constexpr bool kThree = std::is_same_v<Block, block_q3_K>;
+    __m256 acc = _mm256_setzero_ps();
+    __m256 min_acc = _mm256_setzero_ps();
+    const __m256i three = _mm256_set1_epi8(3);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        alignas(16) int8_t scales[16];
+        __m256i isum;
+        __m256i min_products = _mm256_setzero_si256();
+        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].bsums));
+        if constexpr (kThree) {
+            for (int j = 0; j < 16; ++j) {
+                const int low = j < 8 ? (w[b].scales[j] & 0x0F) : (w[b].scales[j - 8] >> 4);
+                const int high = (w[b].scales[8 + (j % 4)] >> (2 * (j / 4))) & 3;
+                scales[j] = static_cast<int8_t>((low | (high << 4)) - 32);
+            }
+            // Values are stored as 0..7 meaning -4..3: start at -4 * sum(scale * bsum).
+            const __m256i offset = _mm256_madd_epi16(
+                _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(scales))),
+                bsums);
+            isum = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 2));
+        } else {
+            const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales));
+            _mm_store_si128(reinterpret_cast<__m128i*>(scales),
+                            _mm_and_si128(packed, _mm_set1_epi8(0x0F)));
+            const __m128i mins = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F));
+            min_products = _mm256_madd_epi16(_mm256_cvtepu8_epi16(mins), bsums);
+            isum = _mm256_setzero_si256();
+        }
+        const __m128i scales8 = _mm_load_si128(reinterpret_cast<const __m128i*>(scales));
+        for (int half = 0; half < 2; ++half) {
+            const __m256i q = Load256(w[b].qs + 32 * half);
+            const int8_t* q8 = a[b].qs + 128 * half;
+            const __m256i sc = _mm256_broadcastsi128_si256(
+                _mm_cvtepi8_epi16(half == 0 ? scales8 : _mm_unpackhi_epi64(scales8, scales8)));
+            __m256i hmask = _mm256_setzero_si256();
+            if constexpr (kThree) hmask = Load256(w[b].hmask);
+            for (int plane = 0; plane < 4; ++plane) {
+                __m256i v =
+                    _mm256_and_si256(_mm256_srl_epi16(q, _mm_cvtsi32_si128(2 * plane)), three);
+                if constexpr (kThree) {
+                    const __m256i bit =
+                        _mm256_set1_epi8(static_cast<char>(1 << (4 * half + plane)));
+                    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit);
+                    v = _mm256_or_si256(v, _mm256_and_si256(set, _mm256_set1_epi8(4)));
+                }
+                const __m256i p = _mm256_maddubs_epi16(v, Load256(q8 + 32 * plane));
+                const __m256i s = _mm256_blend_epi32(BroadcastI16(sc, 2 * plane),
+                                                     BroadcastI16(sc, 2 * plane + 1), 0xF0);
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, s));
+            }
+        }
+        const float da = a[b].d;
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(HalfToFloat(w[b].d) * da),
+                              acc);
+        if constexpr (!kThree) {
+            min_acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(min_products),
+                                      _mm256_set1_ps(HalfToFloat(w[b].dmin) * da), min_acc);
+        }
+    }
+    return HorizontalSum(_mm256_sub_ps(acc, min_acc));
+}
+
+// IQ4_XS against Q8_K: 8 sub-blocks of 32 with 6-bit scales (minus 32); the nibbles map through
+// the IQ4_NL table to signed values, so the products go through |w| x sign(a, w).
+float DotIq4Xs(const block_iq4_xs* w, const block_q8_K* a, int64_t n_blocks) {
+    const __m256i table = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kvalues_iq4nl)));
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        __m256i isum = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+            const int low = (w[b].scales_l[j / 2] >> (4 * (j % 2))) & 0x0F;
+            const int high = (w[b].scales_h >> (2 * j)) & 3;
+            const auto scale = static_cast<int16_t>((low | (high << 4)) - 32);
+            const __m128i packed =
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs + 16 * j));
+            const __m256i codes =
+                _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(packed),
+                                                         _mm_srli_epi16(packed, 4), 1),
+                                 low4);
+            const __m256i values = _mm256_shuffle_epi8(table, codes);
+            const __m256i q8 = Load256(a[b].qs + 32 * j);
+            const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(values, values),
+                                                   _mm256_sign_epi8(q8, values));
+            isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, _mm256_set1_epi16(scale)));
+        }
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum),
+                              _mm256_set1_ps(HalfToFloat(w[b].d) * a[b].d), acc);
+    }
+    return HorizontalSum(acc);
+}
+
 // Q6_K against Q8_K: 6-bit values used unsigned (0..63), the offset of 32 folded in as
 // -32 * sum(scale * bsum); one 32-value vector spans two sub-blocks of 16 (two scales).
 float DotQ6_K(const block_q6_K* w, const block_q8_K* a, int64_t n_blocks) {
@@ -556,6 +654,15 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
                     yt[r] = DotQ45_K(reinterpret_cast<const block_q5_K*>(row), a_k,
                                      bsum_pairs.data(), n_blocks256);
                     break;
+                case GgmlType::Q2_K:
+                    yt[r] = DotQ23_K(reinterpret_cast<const block_q2_K*>(row), a_k, n_blocks256);
+                    break;
+                case GgmlType::Q3_K:
+                    yt[r] = DotQ23_K(reinterpret_cast<const block_q3_K*>(row), a_k, n_blocks256);
+                    break;
+                case GgmlType::IQ4_XS:
+                    yt[r] = DotIq4Xs(reinterpret_cast<const block_iq4_xs*>(row), a_k, n_blocks256);
+                    break;
                 case GgmlType::Q6_K:
                     yt[r] = DotQ6_K(reinterpret_cast<const block_q6_K*>(row), a_k, n_blocks256);
                     break;
@@ -586,6 +693,9 @@ bool GemvHandles(GgmlType type) {
         case GgmlType::IQ4_NL:
         case GgmlType::Q4_K:
         case GgmlType::Q5_K:
+        case GgmlType::Q2_K:
+        case GgmlType::Q3_K:
+        case GgmlType::IQ4_XS:
         case GgmlType::Q6_K:
         case GgmlType::F16:
         case GgmlType::BF16:
