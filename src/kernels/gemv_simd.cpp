@@ -181,12 +181,10 @@ float OffsetSum(const Block* w, const Q8View& a, int64_t n_blocks) {
 }
 
 // kRows rows at once: the activation pair is loaded once for all of them, and several weight
-// streams in flight keep more memory requests outstanding. `next` (kRows rows, or null) are
-// prefetched along the way: the block scales are read before the main loop, so the rows must
-// already be on their way from DRAM when a group starts.
+// streams in flight keep more memory requests outstanding.
 template <bool kVnni, Nibbles kKind, int kRows, class Block>
-void DotNibblePairs(const Block* const* w, const Block* const* next, const Q8View& a,
-                    int64_t n_blocks, float* scales, float* out) {
+void DotNibblePairs(const Block* const* w, const Q8View& a, int64_t n_blocks, float* scales,
+                    float* out) {
     constexpr bool kFifthBit = kKind == Nibbles::kQ5_0 || kKind == Nibbles::kQ5_1;
     constexpr bool kOffset = kKind == Nibbles::kQ4_1 || kKind == Nibbles::kQ5_1;
     constexpr int kZeroShift = kKind == Nibbles::kQ4_0 ? 3 : kKind == Nibbles::kQ5_0 ? 4 : 0;
@@ -210,7 +208,9 @@ void DotNibblePairs(const Block* const* w, const Block* const* next, const Q8Vie
                 kZeroShift);
         }
         for (int r = 0; r < kRows; ++r) {
-            if (next) _mm_prefetch(reinterpret_cast<const char*>(next[r] + b), _MM_HINT_T0);
+            if ((b & 3) == 0) {
+                _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + kPrefetchBytes, _MM_HINT_T0);
+            }
             const __m256i packed =
                 _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(w[r][b + 1].qs),
                                     reinterpret_cast<const __m128i*>(w[r][b].qs));
@@ -269,17 +269,11 @@ void NibbleRows(const std::byte* base, std::size_t row_bytes, int64_t r0, int64_
     int64_t r = r0;
     for (; r + kRows <= r1; r += kRows) {
         const Block* rows[kRows] = {row(r), row(r + 1), row(r + 2), row(r + 3)};
-        const bool has_next = r + 2 * kRows <= r1;
-        const Block* next[kRows] = {};
-        if (has_next) {
-            for (int k = 0; k < kRows; ++k) next[k] = row(r + kRows + k);
-        }
-        DotNibblePairs<kVnni, kKind, kRows, Block>(rows, has_next ? next : nullptr, a, n_blocks,
-                                                   scales, y + r);
+        DotNibblePairs<kVnni, kKind, kRows, Block>(rows, a, n_blocks, scales, y + r);
     }
     for (; r < r1; ++r) {
         const Block* one[1] = {row(r)};
-        DotNibblePairs<kVnni, kKind, 1, Block>(one, nullptr, a, n_blocks, scales, y + r);
+        DotNibblePairs<kVnni, kKind, 1, Block>(one, a, n_blocks, scales, y + r);
     }
 }
 
