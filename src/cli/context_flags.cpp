@@ -1,6 +1,7 @@
 #include "cli/context_flags.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <cerrno>
 #include <climits>
@@ -23,17 +24,18 @@ void add_context_flags(CLI::App* cmd, ContextFlags& f) {
     cmd->add_option("--cache-type", f.cache_type, "KV cache type: f16, f32 or q8_0")
         ->check(CLI::IsMember({"f16", "f32", "q8_0"}))
         ->capture_default_str();
-    cmd->add_flag("--pin-threads", f.pin_threads, "Pin each thread to one CPU");
+    cmd->add_flag("--no-pin-threads", f.no_pin_threads, "Let the OS move threads between CPUs (default: pinned)");
 }
 
 namespace {
 
-// Prints each op of the first forward pass to stderr, then a total.
+// Prints each op of one forward pass (MINFER_TRACE=N: the N-th, default the first) to stderr.
 class Tracer {
 public:
+    explicit Tracer(int target) : target_(target) {}
     void operator()(const Op& op, double micros) {
         if (op.type == OpType::GetRows) ++graphs_;
-        if (graphs_ != 1) return;
+        if (graphs_ != target_) return;
         total_ += micros;
         const std::string name = op.layer >= 0 ? concat("blk.", op.layer, ".", op.label) : op.label;
         std::fprintf(stderr, "trace: %-24s %-13s [%5lld, %6lld] %10.1f us  (total %.1f us)\n", name.c_str(),
@@ -42,6 +44,7 @@ public:
     }
 
 private:
+    int target_;
     int graphs_ = 0;
     double total_ = 0;
 };
@@ -54,10 +57,11 @@ ContextOptions to_context_options(const ContextFlags& f) {
     o.n_ctx = f.ctx;
     o.n_batch = f.batch;
     o.kv_type = parse_kv_cache_type(f.cache_type);
-    o.pin_threads = f.pin_threads;
+    o.pin_threads = !f.no_pin_threads;
     const char* trace = std::getenv("MINFER_TRACE");
     if (trace != nullptr && std::string(trace) != "0" && !std::string(trace).empty()) {
-        auto tracer = std::make_shared<Tracer>();
+        const int target = std::max(1, std::atoi(trace));
+        auto tracer = std::make_shared<Tracer>(target);
         o.trace = [tracer](const Op& op, double micros) { (*tracer)(op, micros); };
     }
     return o;

@@ -1,6 +1,7 @@
 #pragma once
 // Flags shared by the commands that run a model (--threads, --ctx, --batch, --cache-type), and
-// MINFER_TRACE, which prints every operation of the first forward pass with its time.
+// MINFER_TRACE=N, which prints every operation of the N-th forward pass (1: the first) with its
+// time on stderr.
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -16,7 +17,7 @@ struct ContextFlags {
     int64_t ctx = 0;
     int64_t batch = 512;
     std::string cache_type = "f16";
-    bool pin_threads = false;
+    bool no_pin_threads = false;
 };
 
 void add_context_flags(CLI::App* cmd, ContextFlags& flags);

@@ -20,7 +20,7 @@ struct BackendOptions {
     int64_t n_ctx = 0;        // KV cache length (positions)
     int64_t n_batch = 512;    // largest micro-batch a graph may hold
     int n_threads = 1;
-    bool pin_threads = false;
+    bool pin_threads = true;
     GgmlType kv_type = GgmlType::F16;
     // Called once per executed op with its time when set (MINFER_TRACE=1 in the CLI).
     std::function<void(const Op& op, double micros)> trace;
