@@ -65,8 +65,7 @@ Value split(const std::string& s, const Bound& b, bool from_right) {
             if (i >= cps.size()) break;
             std::size_t j = i;
             if (maxsplit >= 0 && splits >= maxsplit) {
-                j = cps.size();
-                while (j > i && unicode::is_space(cps[j - 1])) --j;
+                j = cps.size();  // the rest, its far end unstripped (as Python does)
             } else {
                 while (j < cps.size() && !unicode::is_space(cps[j])) ++j;
             }
@@ -344,6 +343,20 @@ bool is_mutating(const Value& obj, const std::string& name) {
     return false;
 }
 
+// Inserts a separator every three digits of the integer part: "1234567.5" -> "1,234,567.5".
+std::string group_digits(const std::string& number, char separator) {
+    std::size_t begin = 0;
+    while (begin < number.size() && !std::isdigit(static_cast<unsigned char>(number[begin]))) ++begin;
+    std::size_t end = begin;
+    while (end < number.size() && std::isdigit(static_cast<unsigned char>(number[end]))) ++end;
+    std::string digits = number.substr(begin, end - begin), grouped;
+    for (std::size_t k = 0; k < digits.size(); ++k) {
+        if (k > 0 && (digits.size() - k) % 3 == 0) grouped += separator;
+        grouped += digits[k];
+    }
+    return number.substr(0, begin) + grouped + number.substr(end);
+}
+
 // Formats one replacement field value with a format spec (the common subset of Python's).
 std::string format_field(const Value& v, const std::string& spec) {
     if (spec.empty()) return py_str(v);
@@ -372,6 +385,8 @@ std::string format_field(const Value& v, const std::string& spec) {
     std::size_t width = 0;
     while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i])) && width < 100000)
         width = width * 10 + static_cast<std::size_t>(rest[i++] - '0');
+    char grouping = 0;
+    if (i < rest.size() && (rest[i] == ',' || rest[i] == '_')) grouping = rest[i++];
     int precision = -1;
     if (i < rest.size() && rest[i] == '.') {
         precision = 0;
@@ -416,6 +431,7 @@ std::string format_field(const Value& v, const std::string& spec) {
             throw EvalError(concat("Unknown format code '", type, "' for object of type '", v.type_name(), "'"));
         }
         body = buf;
+        if (grouping) body = group_digits(body, grouping);
     }
     const std::size_t n = unicode::length(body);
     if (n >= width) return body;
