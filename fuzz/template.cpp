@@ -32,14 +32,21 @@ const char* const kDefaultContext = R"({
 })";
 
 const char* const kHandSeeds[] = {
-    "{% for m in messages %}{{ loop.index }}{{ m.role|upper }}{% if not loop.last %}, {% endif %}{% endfor %}",
-    "{%- set ns = namespace(n=0) -%}{% for x in range(5) %}{% set ns.n = ns.n + x %}{% endfor %}{{ ns.n }}",
-    "{% macro f(a, b=2) %}{{ a ~ b }}{{ caller() if caller is defined }}{% endmacro %}{% call f(1) %}x{% endcall %}",
+    "{% for m in messages %}{{ loop.index }}{{ m.role|upper }}{% if not loop.last %}, {% endif "
+    "%}{% endfor %}",
+    "{%- set ns = namespace(n=0) -%}{% for x in range(5) %}{% set ns.n = ns.n + x %}{% endfor %}{{ "
+    "ns.n }}",
+    "{% macro f(a, b=2) %}{{ a ~ b }}{{ caller() if caller is defined }}{% endmacro %}{% call f(1) "
+    "%}x{% endcall %}",
     "{{ tools | tojson(indent=2) }}{{ messages | map(attribute='role') | unique | list }}",
-    "{{ 'a,b'.split(',') }}{{ '%s-%d' % ('x', 3) }}{{ '{0}:{name}'.format(1, name='n') }}{{ [3,1,2]|sort }}",
-    "{% filter upper %}abc{% endfilter %}{% set x %}  y  {% endset %}{{ x|trim }}{{ x[1:3] }}{{ x[::-1] }}",
-    "{{ raise_exception('boom') if messages|length > 10 }}{{ strftime_now('%Y-%m-%d') }}{{ 7 // 2 }}{{ 2 ** 10 }}",
-    "{% for k, v in tools[0].function.items() if k != 'name' %}{{ k }}={{ v }}{% else %}none{% endfor %}",
+    "{{ 'a,b'.split(',') }}{{ '%s-%d' % ('x', 3) }}{{ '{0}:{name}'.format(1, name='n') }}{{ "
+    "[3,1,2]|sort }}",
+    "{% filter upper %}abc{% endfilter %}{% set x %}  y  {% endset %}{{ x|trim }}{{ x[1:3] }}{{ "
+    "x[::-1] }}",
+    "{{ raise_exception('boom') if messages|length > 10 }}{{ strftime_now('%Y-%m-%d') }}{{ 7 // 2 "
+    "}}{{ 2 ** 10 }}",
+    "{% for k, v in tools[0].function.items() if k != 'name' %}{{ k }}={{ v }}{% else %}none{% "
+    "endfor %}",
 };
 
 std::filesystem::path shared_dir() {
@@ -50,7 +57,8 @@ std::filesystem::path shared_dir() {
     return "../shared";
 }
 
-void write_seed(const std::filesystem::path& dir, const std::string& name, const std::string& bytes) {
+void write_seed(const std::filesystem::path& dir, const std::string& name,
+                const std::string& bytes) {
     std::ofstream(dir / name, std::ios::binary) << bytes;
 }
 
@@ -69,7 +77,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     for (const auto& entry : std::filesystem::directory_iterator(templates, ec)) {
         if (entry.path().extension() != ".jinja") continue;
         std::ifstream in(entry.path(), std::ios::binary);
-        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const std::string text((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
         write_seed(dir, entry.path().stem().string(), text);
     }
     return 0;

@@ -23,7 +23,8 @@ int64_t int_param(const Value& v) {
 Value g_range(Interpreter& interp, CallArgs& args) {
     if (!args.keyword.empty()) throw EvalError("range() takes no keyword arguments");
     const auto& p = args.positional;
-    if (p.empty() || p.size() > 3) throw EvalError(concat("range expected 1 to 3 arguments, got ", p.size()));
+    if (p.empty() || p.size() > 3)
+        throw EvalError(concat("range expected 1 to 3 arguments, got ", p.size()));
     int64_t start = 0, stop = 0, step = 1;
     if (p.size() == 1) {
         stop = int_param(p[0]);
@@ -48,14 +49,16 @@ Value g_range(Interpreter& interp, CallArgs& args) {
     interp.budget().charge(count);
     std::vector<Value> items;
     items.reserve(static_cast<std::size_t>(count));
-    for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) items.push_back(Value::integer(start + i * step));
+    for (int64_t i = 0; i < static_cast<int64_t>(count); ++i)
+        items.push_back(Value::integer(start + i * step));
     return Value::list(std::move(items));
 }
 
 // dict(mapping_or_pairs, **kwargs)
 Dict make_dict(const CallArgs& args, const char* function) {
     Dict d;
-    if (args.positional.size() > 1) throw EvalError(concat(function, " expected at most 1 argument"));
+    if (args.positional.size() > 1)
+        throw EvalError(concat(function, " expected at most 1 argument"));
     if (!args.positional.empty()) {
         const Value& source = args.positional.front();
         if (source.is_dict()) {
@@ -64,7 +67,8 @@ Dict make_dict(const CallArgs& args, const char* function) {
             for (const Value& pair : iterate(source)) {
                 const std::vector<Value> kv = iterate(pair);
                 if (kv.size() != 2)
-                    throw EvalError(concat("dictionary update sequence element has length ", kv.size(), "; 2 is required"));
+                    throw EvalError(concat("dictionary update sequence element has length ",
+                                           kv.size(), "; 2 is required"));
                 d.set(kv[0], kv[1]);
             }
         }
@@ -73,7 +77,9 @@ Dict make_dict(const CallArgs& args, const char* function) {
     return d;
 }
 
-Value g_dict(Interpreter&, CallArgs& args) { return Value::dict(make_dict(args, "dict")); }
+Value g_dict(Interpreter&, CallArgs& args) {
+    return Value::dict(make_dict(args, "dict"));
+}
 
 Value g_namespace(Interpreter&, CallArgs& args) {
     auto ns = std::make_shared<Namespace>();
@@ -96,7 +102,8 @@ Value g_strftime_now(Interpreter& interp, CallArgs& args) {
         const std::time_t t = std::chrono::system_clock::to_time_t(*interp.options().now);
         gmtime_r(&t, &tm);
     } else {
-        const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+        const std::time_t t =
+            std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
         localtime_r(&t, &tm);
     }
     if (format.empty()) return Value::string("");
@@ -111,7 +118,7 @@ Value g_strftime_now(Interpreter& interp, CallArgs& args) {
 }
 
 class Cycler : public Object, public std::enable_shared_from_this<Cycler> {
-public:
+  public:
     explicit Cycler(std::vector<Value> items) : items_(std::move(items)) {}
     std::string type_name() const override { return "Cycler"; }
     std::optional<Value> get_attr(std::string_view name) const override {
@@ -136,7 +143,7 @@ public:
         for (const Value& v : items_) visit(v);
     }
 
-private:
+  private:
     std::vector<Value> items_;
     std::size_t pos_ = 0;
 };
@@ -165,9 +172,12 @@ Value g_joiner(Interpreter&, CallArgs& args) {
 std::optional<Value> builtin_global(std::string_view name) {
     using Fn = Value (*)(Interpreter&, CallArgs&);
     static const std::pair<std::string_view, Fn> kGlobals[] = {
-        {"range", g_range},         {"dict", g_dict},
-        {"namespace", g_namespace}, {"raise_exception", g_raise_exception},
-        {"strftime_now", g_strftime_now}, {"cycler", g_cycler},
+        {"range", g_range},
+        {"dict", g_dict},
+        {"namespace", g_namespace},
+        {"raise_exception", g_raise_exception},
+        {"strftime_now", g_strftime_now},
+        {"cycler", g_cycler},
         {"joiner", g_joiner},
     };
     for (const auto& [global_name, fn] : kGlobals)

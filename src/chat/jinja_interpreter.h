@@ -18,7 +18,7 @@ namespace minfer::chat::jinja {
 
 // A render failure: "line 3, column 12: 'dict object' has no attribute 'x'".
 class TemplateError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
@@ -42,7 +42,7 @@ struct Frame {
 };
 
 class Interpreter {
-public:
+  public:
     Interpreter(const RenderOptions& options, const Dict& variables);
 
     std::string render(const Body& body);
@@ -58,10 +58,10 @@ public:
     // Used by macro and loop objects.
     Value invoke_macro(const Stmt& def, const std::shared_ptr<Frame>& closure, CallArgs& args,
                        const std::optional<Value>& caller);
-    std::string run_loop(const Stmt& loop, const Value& iterable, const std::shared_ptr<Frame>& frame,
-                         int depth);
+    std::string run_loop(const Stmt& loop, const Value& iterable,
+                         const std::shared_ptr<Frame>& frame, int depth);
 
-private:
+  private:
     enum class Flow { Normal, Break, Continue };
 
     Flow exec_body(const Body& body, const std::shared_ptr<Frame>& frame, std::string& out);

@@ -13,12 +13,12 @@ namespace minfer::chat::jinja {
 // Bounds the bytes and items that one render may create, so that a hostile template cannot
 // exhaust memory or time with repeated concatenation or `*`.
 class Budget {
-public:
+  public:
     explicit Budget(uint64_t max_units) : left_(max_units) {}
     // Spends `units` (bytes of string or items of list); throws EvalError when spent.
     void charge(uint64_t units);
 
-private:
+  private:
     uint64_t left_;
 };
 
@@ -53,7 +53,5 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
 std::string object_type_repr(const Value& v);
 // Escapes &, <, >, ' and " as markupsafe does.
 std::string html_escape(const std::string& s);
-// Python's `fmt % args` for strings (%s %r %d %i %f %x %% with flags, width and precision).
-std::string percent_format(const std::string& fmt, const Value& args);
 
 }  // namespace minfer::chat::jinja

@@ -10,21 +10,23 @@ namespace minfer::chat::jinja {
 namespace {
 
 class Parser {
-public:
+  public:
     explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
 
     Body parse() {
         Body body = subparse({});
-        if (current().type != TokenType::End) fail(current(), concat("unexpected '", describe(current()), "'"));
+        if (current().type != TokenType::End)
+            fail(current(), concat("unexpected '", describe(current()), "'"));
         return body;
     }
 
-private:
+  private:
     // RAII nesting counter.
     struct Nest {
         explicit Nest(Parser& p) : parser(p) {
             if (++parser.depth_ > kMaxNesting)
-                parser.fail(parser.current(), concat("template nested deeper than ", kMaxNesting, " levels"));
+                parser.fail(parser.current(),
+                            concat("template nested deeper than ", kMaxNesting, " levels"));
         }
         ~Nest() { --parser.depth_; }
         Nest(const Nest&) = delete;
@@ -44,13 +46,20 @@ private:
 
     static std::string describe(const Token& t) {
         switch (t.type) {
-            case TokenType::End: return "end of template";
-            case TokenType::BlockEnd: return "end of statement block";
-            case TokenType::VariableEnd: return "end of print statement";
-            case TokenType::BlockBegin: return "begin of statement block";
-            case TokenType::VariableBegin: return "begin of print statement";
-            case TokenType::Text: return "template data";
-            default: return t.value;
+            case TokenType::End:
+                return "end of template";
+            case TokenType::BlockEnd:
+                return "end of statement block";
+            case TokenType::VariableEnd:
+                return "end of print statement";
+            case TokenType::BlockBegin:
+                return "begin of statement block";
+            case TokenType::VariableBegin:
+                return "begin of print statement";
+            case TokenType::Text:
+                return "template data";
+            default:
+                return t.value;
         }
     }
 
@@ -58,8 +67,12 @@ private:
         throw FormatError(position_message(at.pos, message));
     }
 
-    bool is_op(std::string_view op) const { return current().type == TokenType::Operator && current().value == op; }
-    bool is_name(std::string_view name) const { return current().type == TokenType::Name && current().value == name; }
+    bool is_op(std::string_view op) const {
+        return current().type == TokenType::Operator && current().value == op;
+    }
+    bool is_name(std::string_view name) const {
+        return current().type == TokenType::Name && current().value == name;
+    }
     bool skip_op(std::string_view op) {
         if (!is_op(op)) return false;
         advance();
@@ -71,14 +84,17 @@ private:
         return true;
     }
     void expect_op(std::string_view op) {
-        if (!skip_op(op)) fail(current(), concat("expected '", op, "', got '", describe(current()), "'"));
+        if (!skip_op(op))
+            fail(current(), concat("expected '", op, "', got '", describe(current()), "'"));
     }
     std::string expect_name() {
-        if (current().type != TokenType::Name) fail(current(), concat("expected a name, got '", describe(current()), "'"));
+        if (current().type != TokenType::Name)
+            fail(current(), concat("expected a name, got '", describe(current()), "'"));
         return advance().value;
     }
     void expect(TokenType type, std::string_view what) {
-        if (current().type != type) fail(current(), concat("expected ", what, ", got '", describe(current()), "'"));
+        if (current().type != type)
+            fail(current(), concat("expected ", what, ", got '", describe(current()), "'"));
         advance();
     }
 
@@ -99,7 +115,8 @@ private:
             if (t.type == TokenType::End) {
                 if (!end_names.empty()) {
                     std::string wanted;
-                    for (auto n : end_names) wanted += (wanted.empty() ? "'" : " or '") + std::string(n) + "'";
+                    for (auto n : end_names)
+                        wanted += (wanted.empty() ? "'" : " or '") + std::string(n) + "'";
                     fail(t, concat("unexpected end of template; expected ", wanted));
                 }
                 return body;
@@ -172,7 +189,8 @@ private:
             return new_stmt(name == "break" ? StmtKind::Break : StmtKind::Continue, pos);
         }
         if (name == "include" || name == "import" || name == "from" || name == "extends")
-            fail(t, concat("tag '", name, "' is not supported (chat templates have no template loader)"));
+            fail(t, concat("tag '", name,
+                           "' is not supported (chat templates have no template loader)"));
         fail(t, concat("encountered unknown tag '", name, "'"));
     }
 
@@ -228,8 +246,10 @@ private:
         while (!is_op(")")) {
             if (!s.params.empty()) expect_op(",");
             s.params.push_back(expect_name());
-            if (skip_op("=")) s.defaults.push_back(parse_expression(true));
-            else if (!s.defaults.empty()) fail(current(), "non-default argument follows default argument");
+            if (skip_op("="))
+                s.defaults.push_back(parse_expression(true));
+            else if (!s.defaults.empty())
+                fail(current(), "non-default argument follows default argument");
         }
         expect_op(")");
     }
@@ -307,9 +327,10 @@ private:
         return false;
     }
 
-    ExprPtr parse_assign_target(bool with_tuple, bool with_namespace, const std::vector<std::string_view>& extra_end) {
-        if (with_namespace && current().type == TokenType::Name && peek().type == TokenType::Operator &&
-            peek().value == ".") {
+    ExprPtr parse_assign_target(bool with_tuple, bool with_namespace,
+                                const std::vector<std::string_view>& extra_end) {
+        if (with_namespace && current().type == TokenType::Name &&
+            peek().type == TokenType::Operator && peek().value == ".") {
             auto target = make(ExprKind::GetAttr, current().pos);
             auto ns = make(ExprKind::Name, current().pos);
             ns->name = advance().value;
@@ -328,7 +349,9 @@ private:
 
     bool is_tuple_end(const std::vector<std::string_view>& extra_end) const {
         const Token& t = current();
-        if (t.type == TokenType::VariableEnd || t.type == TokenType::BlockEnd || t.type == TokenType::End) return true;
+        if (t.type == TokenType::VariableEnd || t.type == TokenType::BlockEnd ||
+            t.type == TokenType::End)
+            return true;
         if (t.type == TokenType::Operator && t.value == ")") return true;
         if (t.type == TokenType::Name)
             for (auto n : extra_end)
@@ -336,8 +359,8 @@ private:
         return false;
     }
 
-    ExprPtr parse_tuple(bool simplified, bool with_condexpr, const std::vector<std::string_view>& extra_end,
-                        bool explicit_parentheses) {
+    ExprPtr parse_tuple(bool simplified, bool with_condexpr,
+                        const std::vector<std::string_view>& extra_end, bool explicit_parentheses) {
         const SourcePos pos = current().pos;
         std::vector<ExprPtr> items;
         bool is_tuple = false;
@@ -345,12 +368,15 @@ private:
             if (!items.empty()) expect_op(",");
             if (is_tuple_end(extra_end)) break;
             items.push_back(simplified ? parse_primary() : parse_expression(with_condexpr));
-            if (is_op(",")) is_tuple = true;
-            else break;
+            if (is_op(","))
+                is_tuple = true;
+            else
+                break;
         }
         if (!is_tuple) {
             if (!items.empty()) return std::move(items.front());
-            if (!explicit_parentheses) fail(current(), concat("expected an expression, got '", describe(current()), "'"));
+            if (!explicit_parentheses)
+                fail(current(), concat("expected an expression, got '", describe(current()), "'"));
         }
         auto t = make(ExprKind::Tuple, pos);
         t->children = std::move(items);
@@ -433,7 +459,8 @@ private:
                 if (is_name("in")) {
                     advance();
                     cmp->compare_ops.push_back(CompareOp::In);
-                } else if (is_name("not") && peek().type == TokenType::Name && peek().value == "in") {
+                } else if (is_name("not") && peek().type == TokenType::Name &&
+                           peek().value == "in") {
                     advance();
                     advance();
                     cmp->compare_ops.push_back(CompareOp::NotIn);
@@ -477,8 +504,10 @@ private:
         ExprPtr left = parse_pow();
         while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
             const Token& t = advance();
-            const BinaryOp op = t.value == "*" ? BinaryOp::Mul : t.value == "/" ? BinaryOp::Div
-                                : t.value == "//" ? BinaryOp::FloorDiv : BinaryOp::Mod;
+            const BinaryOp op = t.value == "*"    ? BinaryOp::Mul
+                                : t.value == "/"  ? BinaryOp::Div
+                                : t.value == "//" ? BinaryOp::FloorDiv
+                                                  : BinaryOp::Mod;
             left = arith(std::move(left), op, parse_pow(), t.pos);
         }
         return left;
@@ -525,7 +554,8 @@ private:
         errno = 0;
         char* end = nullptr;
         const long long v = std::strtoll(text.c_str(), &end, base);
-        if (errno != 0 || end != text.c_str() + text.size()) fail(t, concat("integer literal '", t.value, "' out of range"));
+        if (errno != 0 || end != text.c_str() + text.size())
+            fail(t, concat("integer literal '", t.value, "' out of range"));
         return Value::integer(v);
     }
 
@@ -535,8 +565,10 @@ private:
         switch (t.type) {
             case TokenType::Name: {
                 advance();
-                if (t.value == "true" || t.value == "True") return literal(Value::boolean(true), t.pos);
-                if (t.value == "false" || t.value == "False") return literal(Value::boolean(false), t.pos);
+                if (t.value == "true" || t.value == "True")
+                    return literal(Value::boolean(true), t.pos);
+                if (t.value == "false" || t.value == "False")
+                    return literal(Value::boolean(false), t.pos);
                 if (t.value == "none" || t.value == "None") return literal(Value::none(), t.pos);
                 if (!macros_.empty()) {
                     if (t.value == "caller") macros_.back()->uses_caller = true;
@@ -553,7 +585,9 @@ private:
                 while (current().type == TokenType::String) value += advance().value;
                 return literal(Value::string(std::move(value)), pos);
             }
-            case TokenType::Integer: advance(); return literal(parse_integer(t), t.pos);
+            case TokenType::Integer:
+                advance();
+                return literal(parse_integer(t), t.pos);
             case TokenType::Float: {
                 advance();
                 return literal(Value::number(std::strtod(t.value.c_str(), nullptr)), t.pos);
@@ -568,7 +602,8 @@ private:
                 if (t.value == "[") return parse_list();
                 if (t.value == "{") return parse_dict();
                 break;
-            default: break;
+            default:
+                break;
         }
         fail(t, concat("unexpected '", describe(t), "'"));
     }
@@ -599,18 +634,25 @@ private:
 
     ExprPtr parse_postfix(ExprPtr node) {
         while (true) {
-            if (is_op(".") || is_op("[")) node = parse_subscript(std::move(node));
-            else if (is_op("(")) node = parse_call(std::move(node));
-            else return node;
+            if (is_op(".") || is_op("["))
+                node = parse_subscript(std::move(node));
+            else if (is_op("("))
+                node = parse_call(std::move(node));
+            else
+                return node;
         }
     }
 
     ExprPtr parse_filter_expr(ExprPtr node) {
         while (true) {
-            if (is_op("|")) node = parse_filter(std::move(node), false);
-            else if (is_name("is")) node = parse_test(std::move(node));
-            else if (is_op("(")) node = parse_call(std::move(node));
-            else return node;
+            if (is_op("|"))
+                node = parse_filter(std::move(node), false);
+            else if (is_name("is"))
+                node = parse_test(std::move(node));
+            else if (is_op("("))
+                node = parse_call(std::move(node));
+            else
+                return node;
         }
     }
 
@@ -645,6 +687,10 @@ private:
         expect_op("]");
         if (args.empty()) fail(t, "expected a subscript");
         ExprPtr key;
+        if (args.size() > 1)
+            for (const auto& arg : args)
+                if (arg->kind == ExprKind::Slice)
+                    fail(t, "a slice inside a tuple subscript is not supported");
         if (args.size() == 1) {
             key = std::move(args.front());
         } else {
@@ -674,8 +720,10 @@ private:
         }
         const auto slice_end = [&] { return is_op("]") || is_op(",") || is_op(":"); };
         parts.push_back(slice_end() ? nullptr : parse_expression(true));
-        if (skip_op(":")) parts.push_back(is_op("]") || is_op(",") ? nullptr : parse_expression(true));
-        else parts.push_back(nullptr);
+        if (skip_op(":"))
+            parts.push_back(is_op("]") || is_op(",") ? nullptr : parse_expression(true));
+        else
+            parts.push_back(nullptr);
         auto s = make(ExprKind::Slice, pos);
         s->children = std::move(parts);
         return s;
@@ -691,13 +739,16 @@ private:
                 if (is_op(")")) break;
             }
             first = false;
-            if (is_op("*") || is_op("**")) fail(current(), "*args and **kwargs in calls are not supported");
-            if (current().type == TokenType::Name && peek().type == TokenType::Operator && peek().value == "=") {
+            if (is_op("*") || is_op("**"))
+                fail(current(), "*args and **kwargs in calls are not supported");
+            if (current().type == TokenType::Name && peek().type == TokenType::Operator &&
+                peek().value == "=") {
                 std::string key = advance().value;
                 advance();
                 e.kwargs.emplace_back(std::move(key), parse_expression(true));
             } else {
-                if (!e.kwargs.empty()) fail(current(), "positional argument follows keyword argument");
+                if (!e.kwargs.empty())
+                    fail(current(), "positional argument follows keyword argument");
                 e.children.push_back(parse_expression(true));
             }
         }
@@ -740,13 +791,14 @@ private:
         while (is_op(".")) {
             advance();
             e->name += '.';
-                e->name += expect_name();
+            e->name += expect_name();
         }
         e->children.push_back(std::move(node));
         const Token& t = current();
         const bool starts_arg =
-            t.type == TokenType::Name || t.type == TokenType::String || t.type == TokenType::Integer ||
-            t.type == TokenType::Float || (t.type == TokenType::Operator && (t.value == "(" || t.value == "[" || t.value == "{"));
+            t.type == TokenType::Name || t.type == TokenType::String ||
+            t.type == TokenType::Integer || t.type == TokenType::Float ||
+            (t.type == TokenType::Operator && (t.value == "(" || t.value == "[" || t.value == "{"));
         if (is_op("(")) {
             parse_call_args(*e);
         } else if (starts_arg && !is_name("else") && !is_name("or") && !is_name("and")) {
@@ -765,6 +817,8 @@ private:
 
 }  // namespace
 
-Body parse_template(std::string_view source) { return Parser(tokenize(source)).parse(); }
+Body parse_template(std::string_view source) {
+    return Parser(tokenize(source)).parse();
+}
 
 }  // namespace minfer::chat::jinja

@@ -23,7 +23,8 @@ std::string read_text(const std::filesystem::path& p) {
 
 GgufMetadata vocab_metadata() {
     GgufMetadata meta("test.gguf");
-    meta.set("tokenizer.ggml.tokens", GgufValue::array(GgufArray::of_strings({"<unk>", "<s>", "</s>"})));
+    meta.set("tokenizer.ggml.tokens",
+             GgufValue::array(GgufArray::of_strings({"<unk>", "<s>", "</s>"})));
     meta.set("tokenizer.ggml.bos_token_id", GgufValue::of<uint32_t>(1));
     meta.set("tokenizer.ggml.eos_token_id", GgufValue::of<int32_t>(2));
     return meta;
@@ -42,7 +43,8 @@ TEST(ChatTemplate, ChatMlWhenTheModelHasNoTemplate) {
     in.messages = nlohmann::ordered_json::parse(
         R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])");
     EXPECT_EQ(ChatTemplate::parse(std::string(kChatMlTemplate)).render(in),
-              "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+              "<|im_start|>system\nBe "
+              "brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
     in.add_generation_prompt = false;
     EXPECT_EQ(ChatTemplate::parse(std::string(kChatMlTemplate)).render(in),
               "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
@@ -50,7 +52,8 @@ TEST(ChatTemplate, ChatMlWhenTheModelHasNoTemplate) {
 
 TEST(ChatTemplate, ModelTemplateAndOverrideFile) {
     GgufMetadata meta = vocab_metadata();
-    meta.set("tokenizer.chat_template", GgufValue::string("{{ bos_token }}{{ messages[0].content }}"));
+    meta.set("tokenizer.chat_template",
+             GgufValue::string("{{ bos_token }}{{ messages[0].content }}"));
     EXPECT_EQ(template_source_for(meta, std::nullopt), "{{ bos_token }}{{ messages[0].content }}");
     test::TempDir dir;
     std::ofstream(dir / "t.jinja", std::ios::binary) << "override {{ eos_token }}\n";
@@ -91,7 +94,9 @@ TEST(ChatTemplate, ErrorsSayChatTemplateAndWhere) {
         ChatTemplate::parse("{% if %}");
         FAIL();
     } catch (const FormatError& e) {
-        EXPECT_EQ(std::string(e.what()), "chat template line 1, column 7: expected an expression, got 'end of statement block'");
+        EXPECT_EQ(
+            std::string(e.what()),
+            "chat template line 1, column 7: expected an expression, got 'end of statement block'");
     }
     try {
         ChatTemplate::parse("\n{{ raise_exception('no system role') }}").render(user_message("x"));
@@ -104,13 +109,16 @@ TEST(ChatTemplate, ErrorsSayChatTemplateAndWhere) {
 TEST(ChatTemplate, Qwen3EnableThinkingFromExtraContext) {
     MINFER_REQUIRE_FIXTURE(renders_path, "templates/renders.json");
     const auto renders = nlohmann::ordered_json::parse(read_text(renders_path));
-    const auto t = ChatTemplate::parse(read_text(renders_path.parent_path() / "Qwen-Qwen3-0.6B.jinja"));
+    const auto t =
+        ChatTemplate::parse(read_text(renders_path.parent_path() / "Qwen-Qwen3-0.6B.jinja"));
     ChatInputs in;
     in.messages = renders["cases"]["system_user"]["messages"];
     in.extra_context = {{"enable_thinking", false}};
     // The template appends an empty think block after the generation prompt.
-    EXPECT_EQ(t.render(in), renders["templates"]["Qwen-Qwen3-0.6B.jinja"]["system_user"]["output"].get<std::string>() +
-                                "<think>\n\n</think>\n\n");
+    EXPECT_EQ(
+        t.render(in),
+        renders["templates"]["Qwen-Qwen3-0.6B.jinja"]["system_user"]["output"].get<std::string>() +
+            "<think>\n\n</think>\n\n");
 }
 
 // ---- `minfer template` ----
@@ -121,7 +129,7 @@ struct RenderCase {
 };
 
 class TemplateCommand : public ::testing::Test {
-protected:
+  protected:
     void SetUp() override {
         renders_path_ = test::fixture_path("templates/renders.json");
         if (!std::filesystem::exists(renders_path_)) {
@@ -155,7 +163,8 @@ protected:
 
 TEST_F(TemplateCommand, Qwen2ModelPrintsItsPromptExactly) {
     MINFER_REQUIRE_FIXTURE(model, "models/tiny-qwen2-f16.gguf");
-    for (const char* case_name : {"system_user", "multi_turn", "no_system_no_prompt", "unicode", "tools"}) {
+    for (const char* case_name :
+         {"system_user", "multi_turn", "no_system_no_prompt", "unicode", "tools"}) {
         SCOPED_TRACE(case_name);
         std::vector<std::string> args = {"template", model.string()};
         const auto extra = case_args(case_name);
@@ -168,17 +177,19 @@ TEST_F(TemplateCommand, Qwen2ModelPrintsItsPromptExactly) {
 
 TEST_F(TemplateCommand, Qwen3ModelWithUserAndSystemFlags) {
     MINFER_REQUIRE_FIXTURE(model, "models/tiny-qwen3-q8_0.gguf");
-    const auto r = test::run_minfer({"template", model.string(), "--system", "You are a helpful assistant.",
-                                     "--user", "Hello!"});
+    const auto r = test::run_minfer({"template", model.string(), "--system",
+                                     "You are a helpful assistant.", "--user", "Hello!"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, expected("Qwen-Qwen3-0.6B.jinja", "system_user"));
 }
 
 TEST_F(TemplateCommand, TemplateOverrideAndClock) {
     MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-f16.gguf");
-    const auto override_path = renders_path_.parent_path() / "meta-llama-Llama-3.2-3B-Instruct.jinja";
-    std::vector<std::string> args = {"template", model.string(), "--template", override_path.string(), "--now",
-                                     "2024-07-26T10:30:00"};
+    const auto override_path =
+        renders_path_.parent_path() / "meta-llama-Llama-3.2-3B-Instruct.jinja";
+    std::vector<std::string> args = {"template",   model.string(),
+                                     "--template", override_path.string(),
+                                     "--now",      "2024-07-26T10:30:00"};
     const auto extra = case_args("system_user");
     args.insert(args.end(), extra.begin(), extra.end());
     const auto r = test::run_minfer(args);
@@ -192,7 +203,8 @@ TEST_F(TemplateCommand, TemplateOverrideAndClock) {
 
 TEST_F(TemplateCommand, ChatMlForAModelWithoutTemplate) {
     MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
-    const auto r = test::run_minfer({"template", model.string(), "--user", "Hi", "--no-generation-prompt"});
+    const auto r =
+        test::run_minfer({"template", model.string(), "--user", "Hi", "--no-generation-prompt"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, "<|im_start|>user\nHi<|im_end|>\n");
 }
@@ -209,7 +221,8 @@ TEST_F(TemplateCommand, ErrorsAreOneLineAndExitOne) {
     EXPECT_NE(r.err.find("is not valid JSON"), std::string::npos) << r.err;
 
     const auto gemma = renders_path_.parent_path() / "google-gemma-2-2b-it.jinja";
-    r = test::run_minfer({"template", model.string(), "--template", gemma.string(), "--system", "s", "--user", "u"});
+    r = test::run_minfer(
+        {"template", model.string(), "--template", gemma.string(), "--system", "s", "--user", "u"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_EQ(r.err, "minfer: error: chat template line 1, column 56: System role not supported\n");
 

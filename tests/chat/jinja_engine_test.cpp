@@ -43,10 +43,10 @@ TEST(JinjaLexer, SplitsTextTagsAndOperators) {
     std::vector<std::pair<TokenType, std::string>> got;
     for (const auto& t : tokens) got.emplace_back(t.type, t.value);
     const std::vector<std::pair<TokenType, std::string>> want = {
-        {TokenType::Text, "a "},        {TokenType::VariableBegin, ""}, {TokenType::Name, "x"},
-        {TokenType::Operator, "|"},     {TokenType::Name, "f"},         {TokenType::Operator, "("},
-        {TokenType::Integer, "1"},      {TokenType::Operator, ","},     {TokenType::String, "b"},
-        {TokenType::Operator, ")"},     {TokenType::VariableEnd, ""},   {TokenType::Text, " c"},
+        {TokenType::Text, "a "},    {TokenType::VariableBegin, ""}, {TokenType::Name, "x"},
+        {TokenType::Operator, "|"}, {TokenType::Name, "f"},         {TokenType::Operator, "("},
+        {TokenType::Integer, "1"},  {TokenType::Operator, ","},     {TokenType::String, "b"},
+        {TokenType::Operator, ")"}, {TokenType::VariableEnd, ""},   {TokenType::Text, " c"},
         {TokenType::End, ""}};
     EXPECT_EQ(got, want);
 }
@@ -76,13 +76,16 @@ TEST(JinjaLexer, NormalisesNewlinesAndDropsOneTrailingNewline) {
 TEST(JinjaErrors, SyntaxErrorsNameLineAndColumn) {
     EXPECT_EQ(parse_error("{{ 1 +* 2 }}"), "line 1, column 7: unexpected '*'");
     EXPECT_EQ(parse_error("ab\n  {% foo %}"), "line 2, column 6: encountered unknown tag 'foo'");
-    EXPECT_NE(parse_error("{% if x %}\nno end").find("unexpected end of template; expected 'elif'"), std::string::npos);
+    EXPECT_NE(parse_error("{% if x %}\nno end").find("unexpected end of template; expected 'elif'"),
+              std::string::npos);
     EXPECT_EQ(parse_error("x\n{{ 'open }}"), "line 2, column 4: unterminated string literal");
     EXPECT_EQ(parse_error("{{ (1 ] }}"), "line 1, column 7: unexpected ']', expected ')'");
     EXPECT_EQ(parse_error("{# never closed"), "line 1, column 1: missing end of comment tag");
-    EXPECT_EQ(parse_error("{% for x in y %}{% endif %}"), "line 1, column 20: encountered unknown tag 'endif'");
+    EXPECT_EQ(parse_error("{% for x in y %}{% endif %}"),
+              "line 1, column 20: encountered unknown tag 'endif'");
     EXPECT_EQ(parse_error("{% break %}"), "line 1, column 4: 'break' outside of a loop");
-    EXPECT_EQ(parse_error("{{ x is }}"), "line 1, column 9: expected a name, got 'end of print statement'");
+    EXPECT_EQ(parse_error("{{ x is }}"),
+              "line 1, column 9: expected a name, got 'end of print statement'");
     EXPECT_EQ(parse_error("\xff"), "template is not valid UTF-8");
 }
 
@@ -90,29 +93,34 @@ TEST(JinjaErrors, RenderErrorsNameLineAndColumn) {
     EXPECT_EQ(render_error("Hi\n{{ x.y.z }}"), "line 2, column 5: 'x' is undefined");
     EXPECT_EQ(render_error("{% if true %}\n  {{ raise_exception('bad input') }}\n{% endif %}"),
               "line 2, column 3: bad input");
-    EXPECT_EQ(render_error("{{ 'a' + 1 }}"), "line 1, column 8: can only concatenate str (not \"int\") to str");
-    EXPECT_EQ(render_error("{% set d = {} %}\n\n   {{ d.k + 1 }}"), "line 3, column 11: 'dict object' has no attribute 'k'");
-    EXPECT_EQ(render_error("{{ [1].append(2) }}"), "line 1, column 14: access to attribute 'append' of 'list' object is unsafe.");
+    EXPECT_EQ(render_error("{{ 'a' + 1 }}"),
+              "line 1, column 8: can only concatenate str (not \"int\") to str");
+    EXPECT_EQ(render_error("{% set d = {} %}\n\n   {{ d.k + 1 }}"),
+              "line 3, column 11: 'dict object' has no attribute 'k'");
+    EXPECT_EQ(render_error("{{ [1].append(2) }}"),
+              "line 1, column 14: access to attribute 'append' of 'list' object is unsafe.");
 }
 
 TEST(JinjaLimits, StepLimitStopsEndlessWork) {
     RenderLimits limits;
     limits.max_steps = 100000;
-    const std::string err =
-        render_error("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", limits);
+    const std::string err = render_error(
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", limits);
     EXPECT_NE(err.find("step limit"), std::string::npos) << err;
 }
 
 TEST(JinjaLimits, OutputLimit) {
     RenderLimits limits;
     limits.max_output_bytes = 1 << 20;
-    const std::string err = render_error("{% for i in range(100000) %}{{ 'x' * 100 }}{% endfor %}", limits);
+    const std::string err =
+        render_error("{% for i in range(100000) %}{{ 'x' * 100 }}{% endfor %}", limits);
     EXPECT_NE(err.find("output exceeds"), std::string::npos) << err;
 }
 
 TEST(JinjaLimits, MemoryBudgetStopsExponentialGrowth) {
     const std::string err = render_error(
-        "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}");
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% "
+        "endfor %}");
     EXPECT_NE(err.find("memory budget"), std::string::npos) << err;
     EXPECT_NE(render_error("{{ 'x' * 10 ** 12 }}").find("too large"), std::string::npos);
     EXPECT_NE(render_error("{{ [1, 2] * 10 ** 12 }}").find("too large"), std::string::npos);
@@ -134,13 +142,22 @@ TEST(JinjaLimits, ParserNestingDepth) {
     EXPECT_NE(parse_error(nots + "1 }}").find("nested deeper than"), std::string::npos);
 }
 
+// Inputs the fuzzer found; each once crashed or misbehaved.
+TEST(JinjaFuzzRegressions, SliceInsideTupleSubscript) {
+    EXPECT_NE(parse_error("{% set x %}abc{% endset %}{{ x[1,:3] }}").find("slice inside a tuple subscript"),
+              std::string::npos);
+}
+
 TEST(JinjaLimits, NamespaceCannotContainItself) {
-    EXPECT_NE(render_error("{% set ns = namespace() %}{% set ns.me = [ns] %}").find("inside itself"), std::string::npos);
+    EXPECT_NE(
+        render_error("{% set ns = namespace() %}{% set ns.me = [ns] %}").find("inside itself"),
+        std::string::npos);
 }
 
 TEST(JinjaLimits, IntegerOverflowIsAnError) {
     EXPECT_NE(render_error("{{ 2 ** 64 }}").find("integer overflow"), std::string::npos);
-    EXPECT_NE(render_error("{{ 9223372036854775807 + 1 }}").find("integer overflow"), std::string::npos);
+    EXPECT_NE(render_error("{{ 9223372036854775807 + 1 }}").find("integer overflow"),
+              std::string::npos);
     EXPECT_EQ(render("{{ 2 ** 62 }}"), "4611686018427387904");
 }
 
@@ -162,7 +179,8 @@ TEST(JinjaValues, StringsAndContainersPrintLikePython) {
     EXPECT_EQ(string_repr("a'b\"c"), "'a\\'b\"c'");
     EXPECT_EQ(string_repr("\x01\n\xc2\xa0\xc3\xa9"), "'\\x01\\n\\xa0\xc3\xa9'");
     Dict d;
-    d.set(Value::string("k"), Value::list({Value::integer(1), Value::none(), Value::boolean(true)}, true));
+    d.set(Value::string("k"),
+          Value::list({Value::integer(1), Value::none(), Value::boolean(true)}, true));
     d.set(Value::integer(2), Value::number(2.5));
     EXPECT_EQ(py_str(Value::dict(d)), "{'k': (1, None, True), 2: 2.5}");
     EXPECT_EQ(py_str(Value::list({Value::string("a")}, true)), "('a',)");
@@ -170,13 +188,15 @@ TEST(JinjaValues, StringsAndContainersPrintLikePython) {
 }
 
 TEST(JinjaValues, JsonDumpsLikePython) {
-    const Value v = value_from_json(nlohmann::ordered_json::parse(R"({"b": [1, 2.0, "é\n"], "a": {}})"));
+    const Value v =
+        value_from_json(nlohmann::ordered_json::parse(R"({"b": [1, 2.0, "é\n"], "a": {}})"));
     JsonOptions options;
     EXPECT_EQ(json_dumps(v, options), R"({"b": [1, 2.0, "é\n"], "a": {}})");
     options.ensure_ascii = true;
     options.indent = "  ";
     options.item_separator = ",";
-    EXPECT_EQ(json_dumps(v, options), "{\n  \"b\": [\n    1,\n    2.0,\n    \"\\u00e9\\n\"\n  ],\n  \"a\": {}\n}");
+    EXPECT_EQ(json_dumps(v, options),
+              "{\n  \"b\": [\n    1,\n    2.0,\n    \"\\u00e9\\n\"\n  ],\n  \"a\": {}\n}");
     EXPECT_THROW(json_dumps(Value(), options), EvalError);
 }
 
@@ -198,8 +218,13 @@ TEST(Unicode, PythonStringSemantics) {
     const std::string chars = "xy";
     EXPECT_EQ(unicode::strip("\xe3\x80\x80 a \t", nullptr, true, true), "a");
     EXPECT_EQ(unicode::strip("xyaxy", &chars, true, false), "axy");
-    EXPECT_EQ(unicode::split_lines("a\r\nb\x0b" "c\n"), (std::vector<std::string>{"a", "b", "c"}));
-    EXPECT_EQ(unicode::decode("\xff" "a").size(), 2u);
+    EXPECT_EQ(unicode::split_lines("a\r\nb\x0b"
+                                   "c\n"),
+              (std::vector<std::string>{"a", "b", "c"}));
+    EXPECT_EQ(unicode::decode("\xff"
+                              "a")
+                  .size(),
+              2u);
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ Dict context() {
         "d": {"b": 2, "a": 1, "C": 3}, "s": "Hello World", "n": null, "xs": [3, 1, 2], "f": 2.5,
         "u": "Grüße 🦙"})");
     Dict vars;
-    for (const auto& [key, value] : json.items()) vars.set(Value::string(key), value_from_json(value));
+    for (const auto& [key, value] : json.items())
+        vars.set(Value::string(key), value_from_json(value));
     return vars;
 }
 
