@@ -118,9 +118,12 @@ TEST(JinjaLimits, OutputLimit) {
 }
 
 TEST(JinjaLimits, MemoryBudgetStopsExponentialGrowth) {
+    RenderLimits limits;
+    limits.max_memory_units = 16 << 20;
     const std::string err = render_error(
         "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% "
-        "endfor %}");
+        "endfor %}",
+        limits);
     EXPECT_NE(err.find("memory budget"), std::string::npos) << err;
     EXPECT_NE(render_error("{{ 'x' * 10 ** 12 }}").find("too large"), std::string::npos);
     EXPECT_NE(render_error("{{ [1, 2] * 10 ** 12 }}").find("too large"), std::string::npos);
@@ -144,7 +147,8 @@ TEST(JinjaLimits, ParserNestingDepth) {
 
 // Inputs the fuzzer found; each once crashed or misbehaved.
 TEST(JinjaFuzzRegressions, SliceInsideTupleSubscript) {
-    EXPECT_NE(parse_error("{% set x %}abc{% endset %}{{ x[1,:3] }}").find("slice inside a tuple subscript"),
+    EXPECT_NE(parse_error("{% set x %}abc{% endset %}{{ x[1,:3] }}")
+                  .find("slice inside a tuple subscript"),
               std::string::npos);
 }
 
