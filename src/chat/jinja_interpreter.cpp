@@ -20,8 +20,8 @@ class PositionedError : public TemplateError {
 // own scope does not keep the scope alive; a dead scope falls back to the template's).
 class Macro : public Object {
   public:
-    Macro(const Stmt& def, std::weak_ptr<Frame> closure, std::optional<Value> caller)
-        : def_(def), closure_(std::move(closure)), caller_(std::move(caller)) {}
+    Macro(const Stmt& def, std::weak_ptr<Frame> closure)
+        : def_(def), closure_(std::move(closure)) {}
     std::string type_name() const override { return "Macro"; }
     std::string repr() const override {
         return concat("<Macro '", def_.name.empty() ? "caller" : def_.name, "'>");
@@ -32,13 +32,12 @@ class Macro : public Object {
         return std::nullopt;
     }
     Value call(Interpreter& interp, CallArgs& args) override {
-        return interp.invoke_macro(def_, closure_.lock(), args, caller_);
+        return interp.invoke_macro(def_, closure_.lock(), args);
     }
 
   private:
     const Stmt& def_;
     std::weak_ptr<Frame> closure_;
-    std::optional<Value> caller_;
 };
 
 // jinja2's LoopContext.
@@ -215,8 +214,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Fram
                 break;
             }
             case StmtKind::Macro:
-                frame->vars[stmt.name] =
-                    Value::object(std::make_shared<Macro>(stmt, frame, std::nullopt));
+                frame->vars[stmt.name] = Value::object(std::make_shared<Macro>(stmt, frame));
                 break;
             case StmtKind::CallBlock:
                 exec_call_block(stmt, frame, out);
@@ -339,17 +337,15 @@ void Interpreter::exec_call_block(const Stmt& stmt, const std::shared_ptr<Frame>
     const Expr& call = *stmt.expr;
     const Value callee = eval(*call.children.front(), frame);
     CallArgs args = eval_args(call, 1, frame);
-    const Value caller = Value::object(std::make_shared<Macro>(stmt, frame, std::nullopt));
-    if (callee.is_object())
-        if (auto* macro = dynamic_cast<Macro*>(&callee.as_object())) {
-            (void)macro;
-            args.keyword.emplace_back("caller", caller);
-        }
+    const Value caller = Value::object(std::make_shared<Macro>(stmt, frame));
+    // Only macros receive the block as `caller` (jinja2 passes it as a keyword argument).
+    if (callee.is_object() && dynamic_cast<Macro*>(&callee.as_object()) != nullptr)
+        args.keyword.emplace_back("caller", caller);
     append_output(out, py_str(this->call(callee, args)));
 }
 
 Value Interpreter::invoke_macro(const Stmt& def, const std::shared_ptr<Frame>& closure,
-                                CallArgs& args, const std::optional<Value>&) {
+                                CallArgs& args) {
     if (call_depth_ >= options_.limits.max_call_depth)
         throw EvalError(concat("macro calls nested deeper than ", options_.limits.max_call_depth));
     struct DepthGuard {

@@ -56,8 +56,7 @@ class Interpreter {
     bool apply_test(const std::string& name, const Value& input, CallArgs& args);
 
     // Used by macro and loop objects.
-    Value invoke_macro(const Stmt& def, const std::shared_ptr<Frame>& closure, CallArgs& args,
-                       const std::optional<Value>& caller);
+    Value invoke_macro(const Stmt& def, const std::shared_ptr<Frame>& closure, CallArgs& args);
     std::string run_loop(const Stmt& loop, const Value& iterable,
                          const std::shared_ptr<Frame>& frame, int depth);
 
