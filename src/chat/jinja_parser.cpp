@@ -95,6 +95,7 @@ class Parser : public ExpressionParser {
         if (name == "filter") return parse_filter_block();
         if (name == "with") return parse_with();
         if (name == "block") return parse_block();
+        if (name == "generation") return parse_generation();
         if (name == "break" || name == "continue") {
             if (loop_depth_ == 0) fail(t, concat("'", name, "' outside of a loop"));
             advance();
@@ -213,6 +214,15 @@ class Parser : public ExpressionParser {
             s->assignments.emplace_back(std::move(target), parse_expression(true));
         }
         s->body = parse_statements({"endwith"}, true);
+        return s;
+    }
+
+    // Hugging Face's {% generation %}: marks assistant text for masks; renders its body in a
+    // scope of its own (it is a call block there).
+    std::unique_ptr<Stmt> parse_generation() {
+        auto s = new_stmt(StmtKind::Scope, current().pos);
+        advance();
+        s->body = parse_statements({"endgeneration"}, true);
         return s;
     }
 

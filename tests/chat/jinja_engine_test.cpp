@@ -73,6 +73,10 @@ TEST(JinjaLexer, NormalisesNewlinesAndDropsOneTrailingNewline) {
     EXPECT_EQ(render("a\r\nb\rc\n\n"), "a\nb\nc\n");
 }
 
+TEST(JinjaStatements, HuggingFaceGenerationBlockRendersItsBody) {
+    EXPECT_EQ(render("a{% generation %}{% set x = 1 %}b{{ x }}{% endgeneration %}{{ x }}c"), "ab1c");
+}
+
 TEST(JinjaErrors, SyntaxErrorsNameLineAndColumn) {
     EXPECT_EQ(parse_error("{{ 1 +* 2 }}"), "line 1, column 7: unexpected '*'");
     EXPECT_EQ(parse_error("ab\n  {% foo %}"), "line 2, column 6: encountered unknown tag 'foo'");
