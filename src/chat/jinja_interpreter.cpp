@@ -377,7 +377,7 @@ Value Interpreter::invoke_macro(const Stmt& def, const std::shared_ptr<Frame>& c
                     concat("macro '", name, "' got multiple values for argument '", key, "'"));
             frame->vars[key] = value;
             given[i] = true;
-        } else if (key == "caller") {
+        } else if (key == "caller" && def.uses_caller) {
             frame->vars["caller"] = value;
         } else if (def.uses_kwargs) {
             extra_kwargs.set(Value::string(key), value);

@@ -281,6 +281,15 @@ class Lexer {
     std::size_t lex_number(std::size_t i, const SourcePos& pos) {
         const auto dec = [](char ch) { return is_digit(ch); };
         std::size_t j = digits_end(i, dec);
+        // Python has no leading zeros: "05" is the integer 0 followed by the integer 5.
+        if (src_[i] == '0' && j > i + 1 && src_.find_first_not_of("0_", i) < j &&
+            !(j < src_.size() && (src_[j] == '.' || src_[j] == 'e' || src_[j] == 'E'))) {
+            j = i + 1;
+            while (j + 1 < src_.size() &&
+                   (src_[j] == '0' || (src_[j] == '_' && src_[j + 1] == '0')))
+                ++j;
+            if (j > i + 1 && src_[j - 1] == '_') --j;
+        }
         bool is_float = false;
         if (j + 1 < src_.size() && src_[j] == '.' && is_digit(src_[j + 1]) &&
             !(i > 0 && src_[i - 1] == '.')) {

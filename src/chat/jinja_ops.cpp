@@ -437,7 +437,7 @@ Value get_item(const Value& obj, const Value& key) {
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
     if (obj.is_undefined()) fail_undefined(obj);
     const auto bound = [](const Value& v) -> std::optional<int64_t> {
-        if (v.is_undefined() || v.is_none()) return std::nullopt;
+        if (v.is_none()) return std::nullopt;
         if (v.is_int() || v.is_bool()) return v.as_int();
         throw EvalError("slice indices must be integers or None or have an __index__ method");
     };
