@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 #include "chat/jinja_template.h"
@@ -16,6 +17,9 @@ struct Case {
     const char* expected;  // the output, or jinja2's error when `fails`
     bool fails;
 };
+
+// Shown by GoogleTest when a case fails or is listed.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.source; }
 
 const Case kCases[] = {
 #include "jinja_semantics_cases.inc"
