@@ -1,6 +1,7 @@
 // Global functions: jinja2's range, dict, namespace, cycler and joiner, and Hugging Face's
 // raise_exception and strftime_now.
 
+#include <cstdio>
 #include <ctime>
 
 #include "chat/jinja_builtins.h"
@@ -93,19 +94,43 @@ Value g_raise_exception(Interpreter&, CallArgs& args) {
     throw RaisedError(b[0] ? py_str(*b[0]) : std::string());
 }
 
+// Python's datetime.strftime differs from C's on a naive datetime (what Hugging Face's
+// datetime.now() is): %f is the microseconds, %z and %Z are empty.
+std::string python_strftime_directives(const std::string& format, int64_t micros) {
+    std::string out;
+    for (std::size_t i = 0; i < format.size(); ++i) {
+        if (format[i] != '%' || i + 1 >= format.size()) {
+            out += format[i];
+            continue;
+        }
+        const char d = format[++i];
+        if (d == 'f') {
+            char buf[16];
+            std::snprintf(buf, sizeof buf, "%06lld", static_cast<long long>(micros));
+            out += buf;
+        } else if (d != 'z' && d != 'Z') {
+            out += '%';
+            out += d;
+        }
+    }
+    return out;
+}
+
 Value g_strftime_now(Interpreter& interp, CallArgs& args) {
     const auto b = bind_args("strftime_now", args, {"format"});
     if (!b[0] || !b[0]->is_string()) throw EvalError("strftime_now() needs a format string");
-    const std::string& format = b[0]->as_string();
     std::tm tm{};
-    if (interp.options().now) {
-        const std::time_t t = std::chrono::system_clock::to_time_t(*interp.options().now);
+    const auto now = interp.options().now.value_or(std::chrono::system_clock::now());
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    if (interp.options().now)
         gmtime_r(&t, &tm);
-    } else {
-        const std::time_t t =
-            std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    else
         localtime_r(&t, &tm);
-    }
+    int64_t micros =
+        std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+        1000000;
+    if (micros < 0) micros += 1000000;
+    const std::string format = python_strftime_directives(b[0]->as_string(), micros);
     if (format.empty()) return Value::string("");
     // strftime returns 0 both for "too small" and for an empty result; grow a few times.
     for (std::size_t size = 256; size <= (std::size_t{1} << 20); size *= 4) {

@@ -116,6 +116,8 @@ std::string Value::type_name() const {
 
 std::optional<std::string> hash_key(const Value& key) {
     switch (key.kind()) {
+        case Kind::Undefined:  // jinja2's Undefined is hashable (all alike)
+            return std::string("U");
         case Kind::None:
             return std::string("N");
         case Kind::Bool:
