@@ -97,7 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
     minfer::chat::jinja::RenderLimits limits;
     limits.max_output_bytes = 1 << 20;
-    limits.max_memory_units = 8 << 20;
+    limits.max_work_units = 8 << 20;
     limits.max_steps = 200'000;
     limits.max_call_depth = 50;
     try {

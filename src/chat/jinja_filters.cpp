@@ -84,7 +84,7 @@ std::vector<Value> sorted_values(std::vector<Value> items, bool reverse, bool ca
     return out;
 }
 
-Value f_tojson(Interpreter&, const Value& v, CallArgs& args) {
+Value f_tojson(Interpreter& interp, const Value& v, CallArgs& args) {
     const Bound b =
         bind_args("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"});
     JsonOptions options;
@@ -109,7 +109,9 @@ Value f_tojson(Interpreter&, const Value& v, CallArgs& args) {
         options.key_separator = separators.items()[1].as_string();
     }
     options.sort_keys = truthy(arg_or(b, 3, Value::boolean(false)));
-    return Value::string(json_dumps(v, options));
+    std::string out = json_dumps(v, options);
+    interp.budget().charge(out.size());
+    return Value::string(std::move(out));
 }
 
 Value f_trim(Interpreter&, const Value& v, CallArgs& args) {
@@ -331,9 +333,11 @@ Value f_replace(Interpreter& interp, const Value& v, CallArgs& args) {
     return interp.call(get_attr(s, "replace"), method_args);
 }
 
-Value f_string(Interpreter&, const Value& v, CallArgs& args) {
+Value f_string(Interpreter& interp, const Value& v, CallArgs& args) {
     bind_args("string", args, {});
-    return soft_str(v);
+    Value out = soft_str(v);
+    interp.budget().charge(out.as_string().size());
+    return out;
 }
 
 std::optional<int64_t> parse_python_int(std::string text, int base) {

@@ -143,9 +143,7 @@ bool refers_to(const Value& value, const void* target, std::unordered_set<const 
 }  // namespace
 
 Interpreter::Interpreter(const RenderOptions& options, const Dict& variables)
-    : options_(options),
-      budget_(options.limits.max_memory_units),
-      root_(std::make_shared<Frame>()) {
+    : options_(options), budget_(options.limits.max_work_units), root_(std::make_shared<Frame>()) {
     for (const auto& [key, value] : variables.entries())
         if (key.is_string()) root_->vars[key.as_string()] = value;
 }
@@ -157,6 +155,7 @@ void Interpreter::step() {
 }
 
 std::string Interpreter::render(const Body& body) {
+    WorkScope work(budget_);
     std::string out;
     exec_body(body, root_, out);
     return out;
@@ -417,12 +416,14 @@ Value Interpreter::call(const Value& callee, CallArgs& args) {
 Value Interpreter::apply_filter(const std::string& name, const Value& input, CallArgs& args) {
     const FilterFn fn = find_filter(name);
     if (fn == nullptr) throw EvalError(concat("No filter named '", name, "'."));
+    charge_work(work_size(input));  // filters read their whole input
     return fn(*this, input, args);
 }
 
 bool Interpreter::apply_test(const std::string& name, const Value& input, CallArgs& args) {
     const TestFn fn = find_test(name);
     if (fn == nullptr) throw EvalError(concat("No test named '", name, "'."));
+    charge_work(work_size(input));
     return fn(*this, input, args);
 }
 

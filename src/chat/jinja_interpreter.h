@@ -24,9 +24,9 @@ class TemplateError : public Error {
 
 struct RenderLimits {
     std::size_t max_output_bytes = std::size_t{64} << 20;
-    uint64_t max_memory_units = uint64_t{512} << 20;  // bytes of strings + list items created
-    uint64_t max_steps = 50'000'000;                  // statements, expressions, loop iterations
-    int max_call_depth = 200;                         // nested macro calls
+    uint64_t max_work_units = uint64_t{512} << 20;  // work: bytes and items made or processed
+    uint64_t max_steps = 50'000'000;                // statements, expressions, loop iterations
+    int max_call_depth = 200;                       // nested macro calls
 };
 
 struct RenderOptions {

@@ -210,6 +210,7 @@ Value string_method(const Value& self, const std::string& name) {
     const std::string s = self.as_string();
     const auto method = [&](std::vector<std::string_view> params, auto body) {
         return make_function(name, [s, params, body, name](Interpreter& interp, CallArgs& args) {
+            charge_work(s.size());  // string methods read the whole string
             return body(interp, bind_args(name, args, params));
         });
     };
@@ -263,6 +264,7 @@ Value string_method(const Value& self, const std::string& name) {
         });
     if (name == "format")
         return make_function(name, [s](I& interp, CallArgs& args) {
+            charge_work(s.size());
             std::string out = python_str_format(s, args);
             interp.budget().charge(out.size());
             return Value::string(std::move(out));

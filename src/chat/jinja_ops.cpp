@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "chat/jinja_methods.h"
 #include "chat/py_format.h"
@@ -13,8 +14,29 @@ namespace minfer::chat::jinja {
 
 void Budget::charge(uint64_t units) {
     if (units > left_)
-        throw EvalError("template exceeds the memory budget (strings or lists too large)");
+        throw EvalError(
+            "template exceeds its work budget (too much string or list data made or processed)");
     left_ -= units;
+}
+
+namespace {
+thread_local Budget* active_budget = nullptr;
+}  // namespace
+
+void charge_work(uint64_t units) {
+    if (active_budget != nullptr) active_budget->charge(units);
+}
+
+uint64_t work_size(const Value& v) {
+    if (v.is_string()) return v.as_string().size();
+    if (v.is_list()) return v.items().size();
+    if (v.is_dict()) return v.as_dict().size();
+    return 1;
+}
+
+WorkScope::WorkScope(Budget& budget) : previous_(std::exchange(active_budget, &budget)) {}
+WorkScope::~WorkScope() {
+    active_budget = previous_;
 }
 
 [[noreturn]] void fail_undefined(const Value& v) {
@@ -160,6 +182,7 @@ bool equals(const Value& a, const Value& b) {
         case Kind::None:
             return true;
         case Kind::String:
+            charge_work(std::min(a.as_string().size(), b.as_string().size()));
             return a.as_string() == b.as_string();
         case Kind::List: {
             if (a.is_tuple() != b.is_tuple() || a.items().size() != b.items().size()) return false;
@@ -265,7 +288,11 @@ Value binary(BinaryOp op, const Value& a, const Value& b, Budget& budget) {
             if (b.as_float() == 0) throw EvalError("float floor division by zero");
             return Value::number(std::floor(a.as_float() / b.as_float()));
         case BinaryOp::Mod:
-            if (a.is_string()) return Value::string(percent_format(a.as_string(), b));
+            if (a.is_string()) {
+                std::string out = percent_format(a.as_string(), b);
+                budget.charge(out.size());
+                return Value::string(std::move(out));
+            }
             if (!a.is_number() || !b.is_number()) unsupported("%", a, b);
             if (both_ints(a, b)) {
                 if (b.as_int() == 0) throw EvalError("integer division or modulo by zero");
@@ -293,6 +320,7 @@ Value negate(const Value& v) {
 }
 
 bool contains(const Value& container, const Value& item) {
+    charge_work(work_size(container));
     switch (container.kind()) {
         case Kind::Undefined:
             return false;
@@ -323,6 +351,7 @@ bool contains(const Value& container, const Value& item) {
 }
 
 std::vector<Value> iterate(const Value& v) {
+    charge_work(work_size(v));
     switch (v.kind()) {
         case Kind::Undefined:
             return {};
@@ -353,6 +382,7 @@ std::vector<Value> iterate(const Value& v) {
 }
 
 int64_t length(const Value& v) {
+    if (v.is_string()) charge_work(v.as_string().size());  // counting code points decodes
     switch (v.kind()) {
         case Kind::Undefined:
             return 0;
@@ -383,6 +413,7 @@ Value missing(const Value& obj, const Value& name) {
 
 // obj[key] by Python's rules; nullopt where Python raises TypeError/LookupError.
 std::optional<Value> python_getitem(const Value& obj, const Value& key) {
+    if (obj.is_string()) charge_work(obj.as_string().size());  // indexing decodes
     if (obj.is_dict()) {
         const Value* v = obj.as_dict().find(key);
         if (v) return *v;
@@ -435,6 +466,7 @@ Value get_item(const Value& obj, const Value& key) {
 }
 
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
+    charge_work(work_size(obj));
     if (obj.is_undefined()) fail_undefined(obj);
     const auto bound = [](const Value& v) -> std::optional<int64_t> {
         if (v.is_none()) return std::nullopt;

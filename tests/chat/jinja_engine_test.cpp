@@ -74,7 +74,8 @@ TEST(JinjaLexer, NormalisesNewlinesAndDropsOneTrailingNewline) {
 }
 
 TEST(JinjaStatements, HuggingFaceGenerationBlockRendersItsBody) {
-    EXPECT_EQ(render("a{% generation %}{% set x = 1 %}b{{ x }}{% endgeneration %}{{ x }}c"), "ab1c");
+    EXPECT_EQ(render("a{% generation %}{% set x = 1 %}b{{ x }}{% endgeneration %}{{ x }}c"),
+              "ab1c");
 }
 
 TEST(JinjaErrors, SyntaxErrorsNameLineAndColumn) {
@@ -123,14 +124,26 @@ TEST(JinjaLimits, OutputLimit) {
 
 TEST(JinjaLimits, MemoryBudgetStopsExponentialGrowth) {
     RenderLimits limits;
-    limits.max_memory_units = 16 << 20;
+    limits.max_work_units = 16 << 20;
     const std::string err = render_error(
         "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% "
         "endfor %}",
         limits);
-    EXPECT_NE(err.find("memory budget"), std::string::npos) << err;
-    EXPECT_NE(render_error("{{ 'x' * 10 ** 12 }}").find("too large"), std::string::npos);
+    EXPECT_NE(err.find("work budget"), std::string::npos) << err;
+    EXPECT_NE(render_error("{{ 'x' * 10 ** 12 }}").find("work budget"), std::string::npos);
     EXPECT_NE(render_error("{{ [1, 2] * 10 ** 12 }}").find("too large"), std::string::npos);
+}
+
+TEST(JinjaLimits, WorkBudgetStopsLoopsOverLargeStrings) {
+    // Each iteration decodes, reverses and searches a 1 MB string: stopped by the work budget
+    // long before the step limit.
+    RenderLimits limits;
+    limits.max_work_units = 64 << 20;
+    const std::string err = render_error(
+        "{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{% set n = s|length %}"
+        "{% set t = s[::-1] %}{% set u = 'y' in s %}{% endfor %}",
+        limits);
+    EXPECT_NE(err.find("work budget"), std::string::npos) << err;
 }
 
 TEST(JinjaLimits, RecursionDepth) {

@@ -19,7 +19,9 @@ struct Case {
 };
 
 // Shown by GoogleTest when a case fails or is listed.
-void PrintTo(const Case& c, std::ostream* os) { *os << c.source; }
+void PrintTo(const Case& c, std::ostream* os) {
+    *os << c.source;
+}
 
 const Case kCases[] = {
 #include "jinja_semantics_cases.inc"
