@@ -6,8 +6,10 @@
 namespace minfer::chat {
 
 const std::string_view kChatMlTemplate =
-    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-    "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] "
+    "+ "
+    "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' "
+    "}}"
     "{% endif %}";
 
 ChatTemplate ChatTemplate::parse(std::string source) {
@@ -21,7 +23,9 @@ ChatTemplate ChatTemplate::parse(std::string source) {
     return t;
 }
 
-std::string ChatTemplate::render(const ChatInputs& in) const { return render(in, jinja::RenderLimits{}); }
+std::string ChatTemplate::render(const ChatInputs& in) const {
+    return render(in, jinja::RenderLimits{});
+}
 
 std::string ChatTemplate::render(const ChatInputs& in, const jinja::RenderLimits& limits) const {
     using jinja::Value;
@@ -32,7 +36,8 @@ std::string ChatTemplate::render(const ChatInputs& in, const jinja::RenderLimits
     vars.set(Value::string("bos_token"), Value::string(in.bos_token));
     vars.set(Value::string("eos_token"), Value::string(in.eos_token));
     if (!in.extra_context.is_null()) {
-        if (!in.extra_context.is_object()) throw FormatError("chat template extra context must be a JSON object");
+        if (!in.extra_context.is_object())
+            throw FormatError("chat template extra context must be a JSON object");
         for (const auto& [key, value] : in.extra_context.items())
             vars.set(Value::string(key), jinja::value_from_json(value));
     }
@@ -46,16 +51,19 @@ std::string ChatTemplate::render(const ChatInputs& in, const jinja::RenderLimits
     }
 }
 
-std::string template_source_for(const GgufMetadata& meta, const std::optional<std::filesystem::path>& override_file) {
+std::string template_source_for(const GgufMetadata& meta,
+                                const std::optional<std::filesystem::path>& override_file) {
     if (override_file) {
         std::ifstream in(*override_file, std::ios::binary);
         if (!in) throw IoError(concat("cannot read template file '", override_file->string(), "'"));
         std::ostringstream text;
         text << in.rdbuf();
-        if (in.bad()) throw IoError(concat("error reading template file '", override_file->string(), "'"));
+        if (in.bad())
+            throw IoError(concat("error reading template file '", override_file->string(), "'"));
         return text.str();
     }
-    if (auto source = meta.get_string_optional("tokenizer.chat_template")) return std::string(*source);
+    if (auto source = meta.get_string_optional("tokenizer.chat_template"))
+        return std::string(*source);
     return std::string(kChatMlTemplate);
 }
 
@@ -64,12 +72,15 @@ std::string special_token_text(const GgufMetadata& meta, std::string_view key) {
     if (!id) return "";
     const GgufArray* tokens = meta.get_array_optional("tokenizer.ggml.tokens");
     if (tokens == nullptr)
-        throw FormatError(concat(meta.source(), ": metadata key '", key, "' is set but tokenizer.ggml.tokens is missing"));
+        throw FormatError(concat(meta.source(), ": metadata key '", key,
+                                 "' is set but tokenizer.ggml.tokens is missing"));
     if (tokens->element_type() != GgufType::String)
-        throw FormatError(concat(meta.source(), ": tokenizer.ggml.tokens is not an array of strings"));
+        throw FormatError(
+            concat(meta.source(), ": tokenizer.ggml.tokens is not an array of strings"));
     if (*id < 0 || static_cast<uint64_t>(*id) >= tokens->strings().size())
-        throw FormatError(concat(meta.source(), ": metadata key '", key, "' = ", *id, " is outside the vocabulary of ",
-                                 tokens->strings().size(), " tokens"));
+        throw FormatError(concat(meta.source(), ": metadata key '", key, "' = ", *id,
+                                 " is outside the vocabulary of ", tokens->strings().size(),
+                                 " tokens"));
     return std::string(tokens->strings()[static_cast<std::size_t>(*id)]);
 }
 

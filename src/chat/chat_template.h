@@ -31,7 +31,7 @@ struct ChatInputs {
 };
 
 class ChatTemplate {
-public:
+  public:
     // Throws FormatError "chat template line L, column C: ..." for an invalid template.
     static ChatTemplate parse(std::string source);
     // Renders the prompt; throws jinja::TemplateError (a minfer::Error) "chat template line L,
@@ -41,7 +41,7 @@ public:
 
     const std::string& source() const { return source_; }
 
-private:
+  private:
     std::string source_;
     jinja::Template template_;
 };
@@ -51,7 +51,8 @@ extern const std::string_view kChatMlTemplate;
 
 // The template to use: the contents of `override_file` when given (IoError if unreadable),
 // else the model's tokenizer.chat_template, else ChatML.
-std::string template_source_for(const GgufMetadata& meta, const std::optional<std::filesystem::path>& override_file);
+std::string template_source_for(const GgufMetadata& meta,
+                                const std::optional<std::filesystem::path>& override_file);
 
 // The text of the special token whose id is stored under `key` (e.g.
 // "tokenizer.ggml.bos_token_id"): tokenizer.ggml.tokens[id]. Empty when the key is absent;

@@ -18,25 +18,25 @@ struct SourcePos {
 };
 
 enum class ExprKind {
-    Literal,   // literal
-    Name,      // name
-    List,      // children = items
-    Tuple,     // children = items
-    Dict,      // children = key0, value0, key1, value1, ...
-    GetAttr,   // children[0].name
-    GetItem,   // children[0][children[1]]
-    Slice,     // children[0][children[1]:children[2]:children[3]] (null = absent)
-    Call,      // children[0](children[1..], kwargs)
-    Filter,    // children[0] | name(children[1..], kwargs); children[0] null in filter blocks
-    Test,      // children[0] is [not] name(children[1..], kwargs)
-    Not,       // not children[0]
-    Negate,    // -children[0]
-    Plus,      // +children[0]
-    Binary,    // children[0] binary_op children[1]
-    Concat,    // children[0] ~ children[1] ~ ...
-    Compare,   // children[0] compare_ops[0] children[1] compare_ops[1] children[2] ...
-    And,       // children[0] and children[1]
-    Or,        // children[0] or children[1]
+    Literal,      // literal
+    Name,         // name
+    List,         // children = items
+    Tuple,        // children = items
+    Dict,         // children = key0, value0, key1, value1, ...
+    GetAttr,      // children[0].name
+    GetItem,      // children[0][children[1]]
+    Slice,        // children[0][children[1]:children[2]:children[3]] (null = absent)
+    Call,         // children[0](children[1..], kwargs)
+    Filter,       // children[0] | name(children[1..], kwargs); children[0] null in filter blocks
+    Test,         // children[0] is [not] name(children[1..], kwargs)
+    Not,          // not children[0]
+    Negate,       // -children[0]
+    Plus,         // +children[0]
+    Binary,       // children[0] binary_op children[1]
+    Concat,       // children[0] ~ children[1] ~ ...
+    Compare,      // children[0] compare_ops[0] children[1] compare_ops[1] children[2] ...
+    And,          // children[0] and children[1]
+    Or,           // children[0] or children[1]
     Conditional,  // children[1] if children[0] else children[2] (null = undefined)
 };
 
@@ -86,7 +86,8 @@ struct Stmt {
     // Macro and call block signatures: parameter names and the defaults of the last ones.
     std::string name;
     std::vector<std::string> params;
-    std::vector<ExprPtr> defaults;  // defaults[i] belongs to params[params.size()-defaults.size()+i]
+    std::vector<ExprPtr>
+        defaults;  // defaults[i] belongs to params[params.size()-defaults.size()+i]
     bool uses_caller = false, uses_varargs = false, uses_kwargs = false;
     // With: assignments
     std::vector<std::pair<ExprPtr, ExprPtr>> assignments;

@@ -20,7 +20,7 @@ std::optional<Value> builtin_global(std::string_view name);
 
 // raise_exception(message): the template's own error, reported with its message as is.
 class RaisedError : public EvalError {
-public:
+  public:
     using EvalError::EvalError;
 };
 

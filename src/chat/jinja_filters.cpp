@@ -11,6 +11,7 @@
 #include "chat/jinja_interpreter.h"
 #include "chat/jinja_ops.h"
 #include "chat/py_format.h"
+#include "chat/py_string_format.h"
 #include "chat/unicode_text.h"
 
 namespace minfer::chat::jinja {
@@ -24,7 +25,9 @@ const Value& arg_or(const Bound& b, std::size_t i, const Value& fallback) {
 }
 
 // soft_str: strings stay as they are (Markup included), anything else goes through str().
-Value soft_str(const Value& v) { return v.is_string() ? v : Value::string(py_str(v)); }
+Value soft_str(const Value& v) {
+    return v.is_string() ? v : Value::string(py_str(v));
+}
 
 int64_t int_arg(const Value& v, std::string_view what) {
     if (v.is_int() || v.is_bool()) return v.as_int();
@@ -48,12 +51,15 @@ Value get_attribute_path(const Value& item, const Value& attribute) {
     std::size_t start = 0;
     while (true) {
         const std::size_t dot = path.find('.', start);
-        const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+        const std::string part =
+            path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
         const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
             return c >= '0' && c <= '9';
         });
-        if (digits && part.size() < 18) current = get_item(current, Value::integer(std::stoll(part)));
-        else current = get_item(current, Value::string(part));
+        if (digits && part.size() < 18)
+            current = get_item(current, Value::integer(std::stoll(part)));
+        else
+            current = get_item(current, Value::string(part));
         if (dot == std::string::npos) break;
         start = dot + 1;
     }
@@ -78,17 +84,20 @@ std::vector<Value> sorted_values(std::vector<Value> items, bool reverse, bool ca
     return out;
 }
 
-Value f_tojson(Interpreter&, const Value& v, CallArgs& args) {
-    const Bound b = bind_args("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"});
+Value f_tojson(Interpreter& interp, const Value& v, CallArgs& args) {
+    const Bound b =
+        bind_args("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"});
     JsonOptions options;
     options.ensure_ascii = truthy(arg_or(b, 0, Value::boolean(false)));
     const Value indent = arg_or(b, 1, Value::none());
     if (indent.is_string()) {
         options.indent = indent.as_string();
     } else if (indent.is_int() || indent.is_bool()) {
-        options.indent = std::string(static_cast<std::size_t>(std::clamp<int64_t>(indent.as_int(), 0, 1000)), ' ');
+        options.indent = std::string(
+            static_cast<std::size_t>(std::clamp<int64_t>(indent.as_int(), 0, 1000)), ' ');
     } else if (!indent.is_none()) {
-        throw EvalError(concat("tojson indent must be an integer or string, not ", indent.type_name()));
+        throw EvalError(
+            concat("tojson indent must be an integer or string, not ", indent.type_name()));
     }
     if (options.indent) options.item_separator = ",";
     const Value separators = arg_or(b, 2, Value::none());
@@ -100,7 +109,9 @@ Value f_tojson(Interpreter&, const Value& v, CallArgs& args) {
         options.key_separator = separators.items()[1].as_string();
     }
     options.sort_keys = truthy(arg_or(b, 3, Value::boolean(false)));
-    return Value::string(json_dumps(v, options));
+    std::string out = json_dumps(v, options);
+    interp.budget().charge(out.size());
+    return Value::string(std::move(out));
 }
 
 Value f_trim(Interpreter&, const Value& v, CallArgs& args) {
@@ -108,7 +119,8 @@ Value f_trim(Interpreter&, const Value& v, CallArgs& args) {
     const Value s = soft_str(v);
     std::optional<std::string> chars;
     if (b[0] && !b[0]->is_none()) chars = soft_str(*b[0]).as_string();
-    return Value::string(unicode::strip(s.as_string(), chars ? &*chars : nullptr, true, true), s.is_markup());
+    return Value::string(unicode::strip(s.as_string(), chars ? &*chars : nullptr, true, true),
+                         s.is_markup());
 }
 
 Value f_upper(Interpreter&, const Value& v, CallArgs& args) {
@@ -133,7 +145,8 @@ Value f_title(Interpreter&, const Value& v, CallArgs& args) {
     std::string out;
     bool word_start = true;
     for (char32_t cp : cps) {
-        const bool separator = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || unicode::is_space(cp);
+        const bool separator =
+            cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || unicode::is_space(cp);
         std::string ch;
         unicode::append_utf8(ch, cp);
         if (separator) {
@@ -200,25 +213,30 @@ Value f_items(Interpreter&, const Value& v, CallArgs& args) {
     if (v.is_undefined()) return generator({});
     if (!v.is_dict()) throw EvalError("Can only get item pairs from a mapping.");
     std::vector<Value> pairs;
-    for (const auto& [key, value] : v.as_dict().entries()) pairs.push_back(Value::list({key, value}, true));
+    for (const auto& [key, value] : v.as_dict().entries())
+        pairs.push_back(Value::list({key, value}, true));
     return generator(std::move(pairs));
 }
 
 Value f_dictsort(Interpreter&, const Value& v, CallArgs& args) {
     const Bound b = bind_args("dictsort", args, {"case_sensitive", "by", "reverse"});
-    if (!v.is_dict()) throw EvalError(concat("'", v.type_name(), "' object has no attribute 'items'"));
+    if (!v.is_dict())
+        throw EvalError(concat("'", v.type_name(), "' object has no attribute 'items'"));
     const bool case_sensitive = truthy(arg_or(b, 0, Value::boolean(false)));
     const std::string by = py_str(arg_or(b, 1, Value::string("key")));
-    if (by != "key" && by != "value") throw EvalError("You can only sort by either \"key\" or \"value\"");
+    if (by != "key" && by != "value")
+        throw EvalError("You can only sort by either \"key\" or \"value\"");
     const bool reverse = truthy(arg_or(b, 2, Value::boolean(false)));
     std::vector<Value> pairs;
-    for (const auto& [key, value] : v.as_dict().entries()) pairs.push_back(Value::list({key, value}, true));
+    for (const auto& [key, value] : v.as_dict().entries())
+        pairs.push_back(Value::list({key, value}, true));
     return Value::list(sorted_values(std::move(pairs), reverse, case_sensitive,
                                      Value::integer(by == "key" ? 0 : 1)));
 }
 
 // select/reject/selectattr/rejectattr share this: keep items whose (attribute's) test passes.
-Value select_or_reject(Interpreter& interp, const Value& v, CallArgs& args, bool lookup_attr, bool keep) {
+Value select_or_reject(Interpreter& interp, const Value& v, CallArgs& args, bool lookup_attr,
+                       bool keep) {
     std::vector<Value> rest = args.positional;
     std::optional<Value> attribute;
     if (lookup_attr) {
@@ -247,10 +265,18 @@ Value select_or_reject(Interpreter& interp, const Value& v, CallArgs& args, bool
     return generator(std::move(out));
 }
 
-Value f_select(Interpreter& i, const Value& v, CallArgs& a) { return select_or_reject(i, v, a, false, true); }
-Value f_reject(Interpreter& i, const Value& v, CallArgs& a) { return select_or_reject(i, v, a, false, false); }
-Value f_selectattr(Interpreter& i, const Value& v, CallArgs& a) { return select_or_reject(i, v, a, true, true); }
-Value f_rejectattr(Interpreter& i, const Value& v, CallArgs& a) { return select_or_reject(i, v, a, true, false); }
+Value f_select(Interpreter& i, const Value& v, CallArgs& a) {
+    return select_or_reject(i, v, a, false, true);
+}
+Value f_reject(Interpreter& i, const Value& v, CallArgs& a) {
+    return select_or_reject(i, v, a, false, false);
+}
+Value f_selectattr(Interpreter& i, const Value& v, CallArgs& a) {
+    return select_or_reject(i, v, a, true, true);
+}
+Value f_rejectattr(Interpreter& i, const Value& v, CallArgs& a) {
+    return select_or_reject(i, v, a, true, false);
+}
 
 Value f_map(Interpreter& interp, const Value& v, CallArgs& args) {
     std::vector<Value> out;
@@ -258,9 +284,12 @@ Value f_map(Interpreter& interp, const Value& v, CallArgs& args) {
     if (args.positional.empty()) {
         std::optional<Value> attribute, fallback;
         for (const auto& [name, value] : args.keyword) {
-            if (name == "attribute") attribute = value;
-            else if (name == "default") fallback = value;
-            else throw EvalError(concat("Unexpected keyword argument '", name, "'"));
+            if (name == "attribute")
+                attribute = value;
+            else if (name == "default")
+                fallback = value;
+            else
+                throw EvalError(concat("Unexpected keyword argument '", name, "'"));
         }
         if (!attribute) throw EvalError("map requires a filter name or attribute=");
         for (const Value& item : iterate(v)) {
@@ -304,9 +333,11 @@ Value f_replace(Interpreter& interp, const Value& v, CallArgs& args) {
     return interp.call(get_attr(s, "replace"), method_args);
 }
 
-Value f_string(Interpreter&, const Value& v, CallArgs& args) {
+Value f_string(Interpreter& interp, const Value& v, CallArgs& args) {
     bind_args("string", args, {});
-    return soft_str(v);
+    Value out = soft_str(v);
+    interp.budget().charge(out.as_string().size());
+    return out;
 }
 
 std::optional<int64_t> parse_python_int(std::string text, int base) {
@@ -341,7 +372,8 @@ Value f_int(Interpreter&, const Value& v, CallArgs& args) {
     }
     if (v.is_string()) {
         if (auto i = parse_python_int(v.as_string(), base)) return Value::integer(*i);
-        if (auto f = parse_python_float(v.as_string()); f && std::isfinite(*f) && std::fabs(*f) < 9.2e18)
+        if (auto f = parse_python_float(v.as_string());
+            f && std::isfinite(*f) && std::fabs(*f) < 9.2e18)
             return Value::integer(static_cast<int64_t>(*f));
     }
     return fallback;
@@ -383,14 +415,17 @@ Value f_round(Interpreter&, const Value& v, CallArgs& args) {
     const Bound b = bind_args("round", args, {"precision", "method"});
     const int64_t precision = int_arg(arg_or(b, 0, Value::integer(0)), "precision");
     const std::string method = py_str(arg_or(b, 1, Value::string("common")));
-    if (!v.is_number()) throw EvalError(concat("type ", v.type_name(), " doesn't define __round__ method"));
+    if (!v.is_number())
+        throw EvalError(concat("type ", v.type_name(), " doesn't define __round__ method"));
     if (method == "common") {
         if (v.is_float()) return Value::number(python_round(v.as_float(), precision));
         if (precision >= 0) return Value::integer(v.as_int());
         return Value::integer(static_cast<int64_t>(python_round(v.as_float(), precision)));
     }
-    if (method != "ceil" && method != "floor") throw EvalError("method must be common, ceil or floor");
-    const double scale = std::pow(10.0, static_cast<double>(std::clamp<int64_t>(precision, -308, 308)));
+    if (method != "ceil" && method != "floor")
+        throw EvalError("method must be common, ceil or floor");
+    const double scale =
+        std::pow(10.0, static_cast<double>(std::clamp<int64_t>(precision, -308, 308)));
     const double x = v.as_float() * scale;
     return Value::number((method == "ceil" ? std::ceil(x) : std::floor(x)) / scale);
 }
@@ -436,7 +471,8 @@ Value f_sum(Interpreter& interp, const Value& v, CallArgs& args) {
     const Bound b = bind_args("sum", args, {"attribute", "start"});
     Value total = arg_or(b, 1, Value::integer(0));
     for (const Value& item : iterate(v))
-        total = binary(BinaryOp::Add, total, b[0] && !b[0]->is_none() ? get_attribute_path(item, *b[0]) : item,
+        total = binary(BinaryOp::Add, total,
+                       b[0] && !b[0]->is_none() ? get_attribute_path(item, *b[0]) : item,
                        interp.budget());
     return total;
 }
@@ -462,8 +498,12 @@ Value min_max(const Value& v, CallArgs& args, bool want_max) {
     return items[best];
 }
 
-Value f_min(Interpreter&, const Value& v, CallArgs& args) { return min_max(v, args, false); }
-Value f_max(Interpreter&, const Value& v, CallArgs& args) { return min_max(v, args, true); }
+Value f_min(Interpreter&, const Value& v, CallArgs& args) {
+    return min_max(v, args, false);
+}
+Value f_max(Interpreter&, const Value& v, CallArgs& args) {
+    return min_max(v, args, true);
+}
 
 Value f_sort(Interpreter&, const Value& v, CallArgs& args) {
     const Bound b = bind_args("sort", args, {"reverse", "case_sensitive", "attribute"});
@@ -486,7 +526,8 @@ Value f_reverse(Interpreter&, const Value& v, CallArgs& args) {
         return Value::object(std::make_shared<IteratorObject>(
             std::move(items), v.is_tuple() ? "reversed" : "list_reverseiterator"));
     if (v.is_dict())
-        return Value::object(std::make_shared<IteratorObject>(std::move(items), "dict_reversekeyiterator"));
+        return Value::object(
+            std::make_shared<IteratorObject>(std::move(items), "dict_reversekeyiterator"));
     return Value::list(std::move(items));
 }
 
@@ -498,7 +539,8 @@ Value f_batch(Interpreter&, const Value& v, CallArgs& args) {
     std::vector<Value> batches, current;
     for (const Value& item : iterate(v)) {
         current.push_back(item);
-        if (static_cast<int64_t>(current.size()) == count) batches.push_back(Value::list(std::exchange(current, {})));
+        if (static_cast<int64_t>(current.size()) == count)
+            batches.push_back(Value::list(std::exchange(current, {})));
     }
     if (!current.empty()) {
         if (b[1] && !b[1]->is_none())
@@ -522,7 +564,8 @@ Value f_wordcount(Interpreter&, const Value& v, CallArgs& args) {
 
 Value f_center(Interpreter& interp, const Value& v, CallArgs& args) {
     const Bound b = bind_args("center", args, {"width"});
-    const int64_t width = std::min<int64_t>(int_arg(arg_or(b, 0, Value::integer(80)), "width"), 1 << 20);
+    const int64_t width =
+        std::min<int64_t>(int_arg(arg_or(b, 0, Value::integer(80)), "width"), 1 << 20);
     const std::string s = soft_str(v).as_string();
     const auto n = static_cast<int64_t>(unicode::length(s));
     if (width <= n) return Value::string(s);
@@ -539,9 +582,11 @@ Value f_format(Interpreter&, const Value& v, CallArgs& args) {
     if (!args.keyword.empty()) {
         Dict mapping;
         for (const auto& [name, value] : args.keyword) mapping.set(Value::string(name), value);
-        return Value::string(percent_format(soft_str(v).as_string(), Value::dict(std::move(mapping))));
+        return Value::string(
+            percent_format(soft_str(v).as_string(), Value::dict(std::move(mapping))));
     }
-    return Value::string(percent_format(soft_str(v).as_string(), Value::list(args.positional, true)));
+    return Value::string(
+        percent_format(soft_str(v).as_string(), Value::list(args.positional, true)));
 }
 
 Value f_attr(Interpreter&, const Value& v, CallArgs& args) {
@@ -556,20 +601,48 @@ struct NamedFilter {
 };
 
 constexpr NamedFilter kFilters[] = {
-    {"abs", f_abs},         {"attr", f_attr},           {"batch", f_batch},
-    {"capitalize", f_capitalize}, {"center", f_center}, {"count", f_length},
-    {"d", f_default},       {"default", f_default},     {"dictsort", f_dictsort},
-    {"e", f_escape},        {"escape", f_escape},       {"first", f_first},
-    {"float", f_float},     {"format", f_format},       {"indent", f_indent},
-    {"int", f_int},         {"items", f_items},         {"join", f_join},
-    {"last", f_last},       {"length", f_length},       {"list", f_list},
-    {"lower", f_lower},     {"map", f_map},             {"max", f_max},
-    {"min", f_min},         {"reject", f_reject},       {"rejectattr", f_rejectattr},
-    {"replace", f_replace}, {"reverse", f_reverse},     {"round", f_round},
-    {"safe", f_safe},       {"select", f_select},       {"selectattr", f_selectattr},
-    {"sort", f_sort},       {"string", f_string},       {"sum", f_sum},
-    {"title", f_title},     {"tojson", f_tojson},       {"trim", f_trim},
-    {"unique", f_unique},   {"upper", f_upper},         {"wordcount", f_wordcount},
+    {"abs", f_abs},
+    {"attr", f_attr},
+    {"batch", f_batch},
+    {"capitalize", f_capitalize},
+    {"center", f_center},
+    {"count", f_length},
+    {"d", f_default},
+    {"default", f_default},
+    {"dictsort", f_dictsort},
+    {"e", f_escape},
+    {"escape", f_escape},
+    {"first", f_first},
+    {"float", f_float},
+    {"format", f_format},
+    {"indent", f_indent},
+    {"int", f_int},
+    {"items", f_items},
+    {"join", f_join},
+    {"last", f_last},
+    {"length", f_length},
+    {"list", f_list},
+    {"lower", f_lower},
+    {"map", f_map},
+    {"max", f_max},
+    {"min", f_min},
+    {"reject", f_reject},
+    {"rejectattr", f_rejectattr},
+    {"replace", f_replace},
+    {"reverse", f_reverse},
+    {"round", f_round},
+    {"safe", f_safe},
+    {"select", f_select},
+    {"selectattr", f_selectattr},
+    {"sort", f_sort},
+    {"string", f_string},
+    {"sum", f_sum},
+    {"title", f_title},
+    {"tojson", f_tojson},
+    {"trim", f_trim},
+    {"unique", f_unique},
+    {"upper", f_upper},
+    {"wordcount", f_wordcount},
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Global functions: jinja2's range, dict, namespace, cycler and joiner, and Hugging Face's
 // raise_exception and strftime_now.
 
+#include <cstdio>
 #include <ctime>
 
 #include "chat/jinja_builtins.h"
@@ -23,7 +24,8 @@ int64_t int_param(const Value& v) {
 Value g_range(Interpreter& interp, CallArgs& args) {
     if (!args.keyword.empty()) throw EvalError("range() takes no keyword arguments");
     const auto& p = args.positional;
-    if (p.empty() || p.size() > 3) throw EvalError(concat("range expected 1 to 3 arguments, got ", p.size()));
+    if (p.empty() || p.size() > 3)
+        throw EvalError(concat("range expected 1 to 3 arguments, got ", p.size()));
     int64_t start = 0, stop = 0, step = 1;
     if (p.size() == 1) {
         stop = int_param(p[0]);
@@ -48,14 +50,16 @@ Value g_range(Interpreter& interp, CallArgs& args) {
     interp.budget().charge(count);
     std::vector<Value> items;
     items.reserve(static_cast<std::size_t>(count));
-    for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) items.push_back(Value::integer(start + i * step));
+    for (int64_t i = 0; i < static_cast<int64_t>(count); ++i)
+        items.push_back(Value::integer(start + i * step));
     return Value::list(std::move(items));
 }
 
 // dict(mapping_or_pairs, **kwargs)
 Dict make_dict(const CallArgs& args, const char* function) {
     Dict d;
-    if (args.positional.size() > 1) throw EvalError(concat(function, " expected at most 1 argument"));
+    if (args.positional.size() > 1)
+        throw EvalError(concat(function, " expected at most 1 argument"));
     if (!args.positional.empty()) {
         const Value& source = args.positional.front();
         if (source.is_dict()) {
@@ -64,7 +68,8 @@ Dict make_dict(const CallArgs& args, const char* function) {
             for (const Value& pair : iterate(source)) {
                 const std::vector<Value> kv = iterate(pair);
                 if (kv.size() != 2)
-                    throw EvalError(concat("dictionary update sequence element has length ", kv.size(), "; 2 is required"));
+                    throw EvalError(concat("dictionary update sequence element has length ",
+                                           kv.size(), "; 2 is required"));
                 d.set(kv[0], kv[1]);
             }
         }
@@ -73,7 +78,9 @@ Dict make_dict(const CallArgs& args, const char* function) {
     return d;
 }
 
-Value g_dict(Interpreter&, CallArgs& args) { return Value::dict(make_dict(args, "dict")); }
+Value g_dict(Interpreter&, CallArgs& args) {
+    return Value::dict(make_dict(args, "dict"));
+}
 
 Value g_namespace(Interpreter&, CallArgs& args) {
     auto ns = std::make_shared<Namespace>();
@@ -87,18 +94,43 @@ Value g_raise_exception(Interpreter&, CallArgs& args) {
     throw RaisedError(b[0] ? py_str(*b[0]) : std::string());
 }
 
+// Python's datetime.strftime differs from C's on a naive datetime (what Hugging Face's
+// datetime.now() is): %f is the microseconds, %z and %Z are empty.
+std::string python_strftime_directives(const std::string& format, int64_t micros) {
+    std::string out;
+    for (std::size_t i = 0; i < format.size(); ++i) {
+        if (format[i] != '%' || i + 1 >= format.size()) {
+            out += format[i];
+            continue;
+        }
+        const char d = format[++i];
+        if (d == 'f') {
+            char buf[16];
+            std::snprintf(buf, sizeof buf, "%06lld", static_cast<long long>(micros));
+            out += buf;
+        } else if (d != 'z' && d != 'Z') {
+            out += '%';
+            out += d;
+        }
+    }
+    return out;
+}
+
 Value g_strftime_now(Interpreter& interp, CallArgs& args) {
     const auto b = bind_args("strftime_now", args, {"format"});
     if (!b[0] || !b[0]->is_string()) throw EvalError("strftime_now() needs a format string");
-    const std::string& format = b[0]->as_string();
     std::tm tm{};
-    if (interp.options().now) {
-        const std::time_t t = std::chrono::system_clock::to_time_t(*interp.options().now);
+    const auto now = interp.options().now.value_or(std::chrono::system_clock::now());
+    const std::time_t t = std::chrono::system_clock::to_time_t(now);
+    if (interp.options().now)
         gmtime_r(&t, &tm);
-    } else {
-        const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    else
         localtime_r(&t, &tm);
-    }
+    int64_t micros =
+        std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() %
+        1000000;
+    if (micros < 0) micros += 1000000;
+    const std::string format = python_strftime_directives(b[0]->as_string(), micros);
     if (format.empty()) return Value::string("");
     // strftime returns 0 both for "too small" and for an empty result; grow a few times.
     for (std::size_t size = 256; size <= (std::size_t{1} << 20); size *= 4) {
@@ -111,7 +143,7 @@ Value g_strftime_now(Interpreter& interp, CallArgs& args) {
 }
 
 class Cycler : public Object, public std::enable_shared_from_this<Cycler> {
-public:
+  public:
     explicit Cycler(std::vector<Value> items) : items_(std::move(items)) {}
     std::string type_name() const override { return "Cycler"; }
     std::optional<Value> get_attr(std::string_view name) const override {
@@ -136,7 +168,7 @@ public:
         for (const Value& v : items_) visit(v);
     }
 
-private:
+  private:
     std::vector<Value> items_;
     std::size_t pos_ = 0;
 };
@@ -165,9 +197,12 @@ Value g_joiner(Interpreter&, CallArgs& args) {
 std::optional<Value> builtin_global(std::string_view name) {
     using Fn = Value (*)(Interpreter&, CallArgs&);
     static const std::pair<std::string_view, Fn> kGlobals[] = {
-        {"range", g_range},         {"dict", g_dict},
-        {"namespace", g_namespace}, {"raise_exception", g_raise_exception},
-        {"strftime_now", g_strftime_now}, {"cycler", g_cycler},
+        {"range", g_range},
+        {"dict", g_dict},
+        {"namespace", g_namespace},
+        {"raise_exception", g_raise_exception},
+        {"strftime_now", g_strftime_now},
+        {"cycler", g_cycler},
         {"joiner", g_joiner},
     };
     for (const auto& [global_name, fn] : kGlobals)

@@ -12,42 +12,49 @@ namespace {
 
 // Errors already tied to a template position pass through outer expressions unchanged.
 class PositionedError : public TemplateError {
-public:
+  public:
     using TemplateError::TemplateError;
 };
 
 // A macro: its definition and the scope it was defined in (weak, so that a macro stored in its
 // own scope does not keep the scope alive; a dead scope falls back to the template's).
 class Macro : public Object {
-public:
-    Macro(const Stmt& def, std::weak_ptr<Frame> closure, std::optional<Value> caller)
-        : def_(def), closure_(std::move(closure)), caller_(std::move(caller)) {}
+  public:
+    Macro(const Stmt& def, std::weak_ptr<Frame> closure)
+        : def_(def), closure_(std::move(closure)) {}
     std::string type_name() const override { return "Macro"; }
-    std::string repr() const override { return concat("<Macro '", def_.name.empty() ? "caller" : def_.name, "'>"); }
+    std::string repr() const override {
+        return concat("<Macro '", def_.name.empty() ? "caller" : def_.name, "'>");
+    }
     bool is_callable() const override { return true; }
     std::optional<Value> get_attr(std::string_view name) const override {
         if (name == "name") return Value::string(def_.name.empty() ? "caller" : def_.name);
         return std::nullopt;
     }
     Value call(Interpreter& interp, CallArgs& args) override {
-        return interp.invoke_macro(def_, closure_.lock(), args, caller_);
+        return interp.invoke_macro(def_, closure_.lock(), args);
     }
 
-private:
+  private:
     const Stmt& def_;
     std::weak_ptr<Frame> closure_;
-    std::optional<Value> caller_;
 };
 
 // jinja2's LoopContext.
 class LoopObject : public Object, public std::enable_shared_from_this<LoopObject> {
-public:
-    LoopObject(std::vector<Value> items, int depth, const Stmt* recursive_loop, std::weak_ptr<Frame> frame)
-        : items_(std::move(items)), depth_(depth), recursive_loop_(recursive_loop), frame_(std::move(frame)) {}
+  public:
+    LoopObject(std::vector<Value> items, int depth, const Stmt* recursive_loop,
+               std::weak_ptr<Frame> frame)
+        : items_(std::move(items)),
+          depth_(depth),
+          recursive_loop_(recursive_loop),
+          frame_(std::move(frame)) {}
 
     void set_index(std::size_t i) { index_ = i; }
     std::string type_name() const override { return "LoopContext"; }
-    std::string repr() const override { return concat("<LoopContext ", index_ + 1, "/", items_.size(), ">"); }
+    std::string repr() const override {
+        return concat("<LoopContext ", index_ + 1, "/", items_.size(), ">");
+    }
     bool is_callable() const override { return recursive_loop_ != nullptr; }
 
     Value call(Interpreter& interp, CallArgs& args) override {
@@ -90,7 +97,8 @@ public:
             auto self = std::const_pointer_cast<LoopObject>(shared_from_this());
             return make_function("changed", [self](Interpreter&, CallArgs& args) {
                 Value current = Value::list(args.positional);
-                if (self->last_changed_ && equals(*self->last_changed_, current)) return Value::boolean(false);
+                if (self->last_changed_ && equals(*self->last_changed_, current))
+                    return Value::boolean(false);
                 self->last_changed_ = std::move(current);
                 return Value::boolean(true);
             });
@@ -102,7 +110,7 @@ public:
         for (const Value& v : items_) visit(v);
     }
 
-private:
+  private:
     std::vector<Value> items_;
     std::size_t index_ = 0;
     int depth_;
@@ -125,7 +133,8 @@ bool refers_to(const Value& value, const void* target, std::unordered_set<const 
             if (refers_to(v, target, seen)) return true;
     } else if (value.is_object()) {
         bool found = false;
-        value.as_object().visit_children([&](const Value& v) { found = found || refers_to(v, target, seen); });
+        value.as_object().visit_children(
+            [&](const Value& v) { found = found || refers_to(v, target, seen); });
         return found;
     }
     return false;
@@ -134,17 +143,19 @@ bool refers_to(const Value& value, const void* target, std::unordered_set<const 
 }  // namespace
 
 Interpreter::Interpreter(const RenderOptions& options, const Dict& variables)
-    : options_(options), budget_(options.limits.max_memory_units), root_(std::make_shared<Frame>()) {
+    : options_(options), budget_(options.limits.max_work_units), root_(std::make_shared<Frame>()) {
     for (const auto& [key, value] : variables.entries())
         if (key.is_string()) root_->vars[key.as_string()] = value;
 }
 
 void Interpreter::step() {
     if (++steps_ > options_.limits.max_steps)
-        throw EvalError(concat("template exceeds the step limit (", options_.limits.max_steps, ")"));
+        throw EvalError(
+            concat("template exceeds the step limit (", options_.limits.max_steps, ")"));
 }
 
 std::string Interpreter::render(const Body& body) {
+    WorkScope work(budget_);
     std::string out;
     exec_body(body, root_, out);
     return out;
@@ -152,11 +163,13 @@ std::string Interpreter::render(const Body& body) {
 
 void Interpreter::append_output(std::string& out, std::string_view text) {
     if (out.size() + text.size() > options_.limits.max_output_bytes)
-        throw EvalError(concat("template output exceeds ", options_.limits.max_output_bytes, " bytes"));
+        throw EvalError(
+            concat("template output exceeds ", options_.limits.max_output_bytes, " bytes"));
     out += text;
 }
 
-Interpreter::Flow Interpreter::exec_body(const Body& body, const std::shared_ptr<Frame>& frame, std::string& out) {
+Interpreter::Flow Interpreter::exec_body(const Body& body, const std::shared_ptr<Frame>& frame,
+                                         std::string& out) {
     for (const auto& stmt : body) {
         const Flow flow = exec(*stmt, frame, out);
         if (flow != Flow::Normal) return flow;
@@ -170,18 +183,27 @@ std::string Interpreter::capture(const Body& body, const std::shared_ptr<Frame>&
     return out;
 }
 
-Interpreter::Flow Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Frame>& frame, std::string& out) {
+Interpreter::Flow Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Frame>& frame,
+                                    std::string& out) {
     try {
         step();
         switch (stmt.kind) {
-            case StmtKind::Text: append_output(out, stmt.text); break;
-            case StmtKind::Output: append_output(out, py_str(eval(*stmt.expr, frame))); break;
+            case StmtKind::Text:
+                append_output(out, stmt.text);
+                break;
+            case StmtKind::Output:
+                append_output(out, py_str(eval(*stmt.expr, frame)));
+                break;
             case StmtKind::If:
                 for (const auto& [cond, body] : stmt.branches)
                     if (truthy(eval(*cond, frame))) return exec_body(body, frame, out);
                 return exec_body(stmt.else_body, frame, out);
-            case StmtKind::For: exec_for(stmt, frame, out); break;
-            case StmtKind::Set: exec_set(stmt, frame); break;
+            case StmtKind::For:
+                exec_for(stmt, frame, out);
+                break;
+            case StmtKind::Set:
+                exec_set(stmt, frame);
+                break;
             case StmtKind::SetBlock: {
                 auto inner = std::make_shared<Frame>();
                 inner->parent = frame;
@@ -191,9 +213,11 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Fram
                 break;
             }
             case StmtKind::Macro:
-                frame->vars[stmt.name] = Value::object(std::make_shared<Macro>(stmt, frame, std::nullopt));
+                frame->vars[stmt.name] = Value::object(std::make_shared<Macro>(stmt, frame));
                 break;
-            case StmtKind::CallBlock: exec_call_block(stmt, frame, out); break;
+            case StmtKind::CallBlock:
+                exec_call_block(stmt, frame, out);
+                break;
             case StmtKind::FilterBlock: {
                 auto inner = std::make_shared<Frame>();
                 inner->parent = frame;
@@ -204,7 +228,8 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Fram
             case StmtKind::With: {
                 auto inner = std::make_shared<Frame>();
                 inner->parent = frame;
-                for (const auto& [target, value] : stmt.assignments) assign(*target, eval(*value, frame), inner);
+                for (const auto& [target, value] : stmt.assignments)
+                    assign(*target, eval(*value, frame), inner);
                 return exec_body(stmt.body, inner, out);
             }
             case StmtKind::Scope: {
@@ -213,8 +238,10 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Fram
                 exec_body(stmt.body, inner, out);
                 break;
             }
-            case StmtKind::Break: return Flow::Break;
-            case StmtKind::Continue: return Flow::Continue;
+            case StmtKind::Break:
+                return Flow::Break;
+            case StmtKind::Continue:
+                return Flow::Continue;
         }
     } catch (const PositionedError&) {
         throw;
@@ -226,12 +253,13 @@ Interpreter::Flow Interpreter::exec(const Stmt& stmt, const std::shared_ptr<Fram
     return Flow::Normal;
 }
 
-void Interpreter::exec_for(const Stmt& stmt, const std::shared_ptr<Frame>& frame, std::string& out) {
+void Interpreter::exec_for(const Stmt& stmt, const std::shared_ptr<Frame>& frame,
+                           std::string& out) {
     append_output(out, run_loop(stmt, eval(*stmt.expr, frame), frame, 0));
 }
 
-std::string Interpreter::run_loop(const Stmt& loop, const Value& iterable, const std::shared_ptr<Frame>& frame,
-                                  int depth) {
+std::string Interpreter::run_loop(const Stmt& loop, const Value& iterable,
+                                  const std::shared_ptr<Frame>& frame, int depth) {
     if (depth > options_.limits.max_call_depth) throw EvalError("recursive loop nested too deeply");
     std::vector<Value> items = iterate(iterable);
     if (loop.condition) {  // {% for x in xs if cond %}: filtered before loop.length is known
@@ -250,7 +278,8 @@ std::string Interpreter::run_loop(const Stmt& loop, const Value& iterable, const
         exec_body(loop.else_body, frame, out);
         return out;
     }
-    auto loop_object = std::make_shared<LoopObject>(items, depth, loop.recursive ? &loop : nullptr, frame);
+    auto loop_object =
+        std::make_shared<LoopObject>(items, depth, loop.recursive ? &loop : nullptr, frame);
     const Value loop_value = Value::object(loop_object);
     for (std::size_t i = 0; i < items.size(); ++i) {
         step();
@@ -270,15 +299,20 @@ void Interpreter::exec_set(const Stmt& stmt, const std::shared_ptr<Frame>& frame
     assign(*stmt.target, eval(*stmt.expr, frame), frame);
 }
 
-void Interpreter::assign(const Expr& target, const Value& value, const std::shared_ptr<Frame>& frame) {
+void Interpreter::assign(const Expr& target, const Value& value,
+                         const std::shared_ptr<Frame>& frame) {
     switch (target.kind) {
-        case ExprKind::Name: frame->vars[target.name] = value; return;
+        case ExprKind::Name:
+            frame->vars[target.name] = value;
+            return;
         case ExprKind::Tuple: {
             const std::vector<Value> items = iterate(value);
             const std::size_t want = target.children.size();
-            if (items.size() > want) throw EvalError(concat("too many values to unpack (expected ", want, ")"));
+            if (items.size() > want)
+                throw EvalError(concat("too many values to unpack (expected ", want, ")"));
             if (items.size() < want)
-                throw EvalError(concat("not enough values to unpack (expected ", want, ", got ", items.size(), ")"));
+                throw EvalError(concat("not enough values to unpack (expected ", want, ", got ",
+                                       items.size(), ")"));
             for (std::size_t i = 0; i < want; ++i) assign(*target.children[i], items[i], frame);
             return;
         }
@@ -287,29 +321,30 @@ void Interpreter::assign(const Expr& target, const Value& value, const std::shar
             auto* space = ns.is_object() ? dynamic_cast<Namespace*>(&ns.as_object()) : nullptr;
             if (space == nullptr) throw EvalError("can only set attributes on namespace objects");
             std::unordered_set<const void*> seen;
-            if (refers_to(value, space, seen)) throw EvalError("cannot store a namespace inside itself");
+            if (refers_to(value, space, seen))
+                throw EvalError("cannot store a namespace inside itself");
             space->set_attr(target.name, value);
             return;
         }
-        default: throw EvalError("can't assign to this expression");
+        default:
+            throw EvalError("can't assign to this expression");
     }
 }
 
-void Interpreter::exec_call_block(const Stmt& stmt, const std::shared_ptr<Frame>& frame, std::string& out) {
+void Interpreter::exec_call_block(const Stmt& stmt, const std::shared_ptr<Frame>& frame,
+                                  std::string& out) {
     const Expr& call = *stmt.expr;
     const Value callee = eval(*call.children.front(), frame);
     CallArgs args = eval_args(call, 1, frame);
-    const Value caller = Value::object(std::make_shared<Macro>(stmt, frame, std::nullopt));
-    if (callee.is_object())
-        if (auto* macro = dynamic_cast<Macro*>(&callee.as_object())) {
-            (void)macro;
-            args.keyword.emplace_back("caller", caller);
-        }
+    const Value caller = Value::object(std::make_shared<Macro>(stmt, frame));
+    // Only macros receive the block as `caller` (jinja2 passes it as a keyword argument).
+    if (callee.is_object() && dynamic_cast<Macro*>(&callee.as_object()) != nullptr)
+        args.keyword.emplace_back("caller", caller);
     append_output(out, py_str(this->call(callee, args)));
 }
 
-Value Interpreter::invoke_macro(const Stmt& def, const std::shared_ptr<Frame>& closure, CallArgs& args,
-                                const std::optional<Value>&) {
+Value Interpreter::invoke_macro(const Stmt& def, const std::shared_ptr<Frame>& closure,
+                                CallArgs& args) {
     if (call_depth_ >= options_.limits.max_call_depth)
         throw EvalError(concat("macro calls nested deeper than ", options_.limits.max_call_depth));
     struct DepthGuard {
@@ -336,10 +371,12 @@ Value Interpreter::invoke_macro(const Stmt& def, const std::shared_ptr<Frame>& c
         std::size_t i = 0;
         while (i < n && def.params[i] != key) ++i;
         if (i < n) {
-            if (given[i]) throw EvalError(concat("macro '", name, "' got multiple values for argument '", key, "'"));
+            if (given[i])
+                throw EvalError(
+                    concat("macro '", name, "' got multiple values for argument '", key, "'"));
             frame->vars[key] = value;
             given[i] = true;
-        } else if (key == "caller") {
+        } else if (key == "caller" && def.uses_caller) {
             frame->vars["caller"] = value;
         } else if (def.uses_kwargs) {
             extra_kwargs.set(Value::string(key), value);
@@ -351,9 +388,10 @@ Value Interpreter::invoke_macro(const Stmt& def, const std::shared_ptr<Frame>& c
     for (std::size_t i = 0; i < n; ++i) {
         if (given[i]) continue;
         // Defaults are evaluated at call time in the macro's scope (earlier parameters visible).
-        frame->vars[def.params[i]] = i >= first_default
-                                         ? eval(*def.defaults[i - first_default], frame)
-                                         : Value::undefined(concat("parameter '", def.params[i], "' was not provided"));
+        frame->vars[def.params[i]] =
+            i >= first_default
+                ? eval(*def.defaults[i - first_default], frame)
+                : Value::undefined(concat("parameter '", def.params[i], "' was not provided"));
     }
     if (def.uses_varargs) {
         std::vector<Value> rest;
@@ -378,12 +416,14 @@ Value Interpreter::call(const Value& callee, CallArgs& args) {
 Value Interpreter::apply_filter(const std::string& name, const Value& input, CallArgs& args) {
     const FilterFn fn = find_filter(name);
     if (fn == nullptr) throw EvalError(concat("No filter named '", name, "'."));
+    charge_work(work_size(input));  // filters read their whole input
     return fn(*this, input, args);
 }
 
 bool Interpreter::apply_test(const std::string& name, const Value& input, CallArgs& args) {
     const TestFn fn = find_test(name);
     if (fn == nullptr) throw EvalError(concat("No test named '", name, "'."));
+    charge_work(work_size(input));
     return fn(*this, input, args);
 }
 
@@ -396,19 +436,24 @@ Value Interpreter::lookup(const std::string& name, const std::shared_ptr<Frame>&
     return Value::undefined(concat("'", name, "' is undefined"));
 }
 
-CallArgs Interpreter::eval_args(const Expr& expr, std::size_t first, const std::shared_ptr<Frame>& frame) {
+CallArgs Interpreter::eval_args(const Expr& expr, std::size_t first,
+                                const std::shared_ptr<Frame>& frame) {
     CallArgs args;
-    for (std::size_t i = first; i < expr.children.size(); ++i) args.positional.push_back(eval(*expr.children[i], frame));
-    for (const auto& [key, value] : expr.kwargs) args.keyword.emplace_back(key, eval(*value, frame));
+    for (std::size_t i = first; i < expr.children.size(); ++i)
+        args.positional.push_back(eval(*expr.children[i], frame));
+    for (const auto& [key, value] : expr.kwargs)
+        args.keyword.emplace_back(key, eval(*value, frame));
     return args;
 }
 
-Value Interpreter::eval_filter(const Expr& expr, const std::shared_ptr<Frame>& frame, const Value* input) {
+Value Interpreter::eval_filter(const Expr& expr, const std::shared_ptr<Frame>& frame,
+                               const Value* input) {
     // A chain a|f|g is nested Filter nodes; the innermost has a null input in filter blocks.
     const Expr* inner = expr.children.front().get();
     const Value subject = inner == nullptr ? *input
-                          : inner->kind == ExprKind::Filter && input != nullptr ? eval_filter(*inner, frame, input)
-                                                                                 : eval(*inner, frame);
+                          : inner->kind == ExprKind::Filter && input != nullptr
+                              ? eval_filter(*inner, frame, input)
+                              : eval(*inner, frame);
     CallArgs args = eval_args(expr, 1, frame);
     return apply_filter(expr.name, subject, args);
 }
@@ -429,8 +474,10 @@ Value Interpreter::eval(const Expr& expr, const std::shared_ptr<Frame>& frame) {
 Value Interpreter::eval_inner(const Expr& expr, const std::shared_ptr<Frame>& frame) {
     const auto child = [&](std::size_t i) { return eval(*expr.children[i], frame); };
     switch (expr.kind) {
-        case ExprKind::Literal: return expr.literal;
-        case ExprKind::Name: return lookup(expr.name, frame);
+        case ExprKind::Literal:
+            return expr.literal;
+        case ExprKind::Name:
+            return lookup(expr.name, frame);
         case ExprKind::List:
         case ExprKind::Tuple: {
             std::vector<Value> items;
@@ -441,15 +488,20 @@ Value Interpreter::eval_inner(const Expr& expr, const std::shared_ptr<Frame>& fr
         }
         case ExprKind::Dict: {
             Dict d;
-            for (std::size_t i = 0; i + 1 < expr.children.size(); i += 2) d.set(child(i), child(i + 1));
+            for (std::size_t i = 0; i + 1 < expr.children.size(); i += 2)
+                d.set(child(i), child(i + 1));
             budget_.charge(d.size());
             return Value::dict(std::move(d));
         }
-        case ExprKind::GetAttr: return get_attr(child(0), expr.name);
-        case ExprKind::GetItem: return get_item(child(0), child(1));
+        case ExprKind::GetAttr:
+            return get_attr(child(0), expr.name);
+        case ExprKind::GetItem:
+            return get_item(child(0), child(1));
         case ExprKind::Slice: {
             const Value obj = child(0);
-            const auto part = [&](std::size_t i) { return expr.children[i] ? child(i) : Value::none(); };
+            const auto part = [&](std::size_t i) {
+                return expr.children[i] ? child(i) : Value::none();
+            };
             return slice(obj, part(1), part(2), part(3));
         }
         case ExprKind::Call: {
@@ -457,27 +509,33 @@ Value Interpreter::eval_inner(const Expr& expr, const std::shared_ptr<Frame>& fr
             CallArgs args = eval_args(expr, 1, frame);
             return call(callee, args);
         }
-        case ExprKind::Filter: return eval_filter(expr, frame, nullptr);
+        case ExprKind::Filter:
+            return eval_filter(expr, frame, nullptr);
         case ExprKind::Test: {
             const Value subject = child(0);
             CallArgs args = eval_args(expr, 1, frame);
             const bool result = apply_test(expr.name, subject, args);
             return Value::boolean(result != expr.negated);
         }
-        case ExprKind::Not: return Value::boolean(!truthy(child(0)));
-        case ExprKind::Negate: return negate(child(0));
+        case ExprKind::Not:
+            return Value::boolean(!truthy(child(0)));
+        case ExprKind::Negate:
+            return negate(child(0));
         case ExprKind::Plus: {
             const Value v = child(0);
             if (v.is_undefined()) fail_undefined(v);
-            if (!v.is_number()) throw EvalError(concat("bad operand type for unary +: '", v.type_name(), "'"));
+            if (!v.is_number())
+                throw EvalError(concat("bad operand type for unary +: '", v.type_name(), "'"));
             return v.is_bool() ? Value::integer(v.as_int()) : v;
         }
-        case ExprKind::Binary: return binary(expr.binary_op, child(0), child(1), budget_);
+        case ExprKind::Binary:
+            return binary(expr.binary_op, child(0), child(1), budget_);
         case ExprKind::Concat: {
             std::string out;
             for (std::size_t i = 0; i < expr.children.size(); ++i) {
                 out += py_str(child(i));
-                if (out.size() > options_.limits.max_output_bytes) throw EvalError("string too large");
+                if (out.size() > options_.limits.max_output_bytes)
+                    throw EvalError("string too large");
             }
             budget_.charge(out.size());
             return Value::string(std::move(out));
@@ -502,7 +560,8 @@ Value Interpreter::eval_inner(const Expr& expr, const std::shared_ptr<Frame>& fr
         case ExprKind::Conditional:
             if (truthy(child(0))) return child(1);
             if (expr.children[2]) return child(2);
-            return Value::undefined("the inline if-expression evaluated to false and no else section was defined");
+            return Value::undefined(
+                "the inline if-expression evaluated to false and no else section was defined");
     }
     return Value();
 }

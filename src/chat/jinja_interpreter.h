@@ -18,15 +18,15 @@ namespace minfer::chat::jinja {
 
 // A render failure: "line 3, column 12: 'dict object' has no attribute 'x'".
 class TemplateError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 struct RenderLimits {
     std::size_t max_output_bytes = std::size_t{64} << 20;
-    uint64_t max_memory_units = uint64_t{512} << 20;  // bytes of strings + list items created
-    uint64_t max_steps = 50'000'000;                  // statements, expressions, loop iterations
-    int max_call_depth = 200;                         // nested macro calls
+    uint64_t max_work_units = uint64_t{512} << 20;  // work: bytes and items made or processed
+    uint64_t max_steps = 50'000'000;                // statements, expressions, loop iterations
+    int max_call_depth = 200;                       // nested macro calls
 };
 
 struct RenderOptions {
@@ -42,7 +42,7 @@ struct Frame {
 };
 
 class Interpreter {
-public:
+  public:
     Interpreter(const RenderOptions& options, const Dict& variables);
 
     std::string render(const Body& body);
@@ -56,12 +56,11 @@ public:
     bool apply_test(const std::string& name, const Value& input, CallArgs& args);
 
     // Used by macro and loop objects.
-    Value invoke_macro(const Stmt& def, const std::shared_ptr<Frame>& closure, CallArgs& args,
-                       const std::optional<Value>& caller);
-    std::string run_loop(const Stmt& loop, const Value& iterable, const std::shared_ptr<Frame>& frame,
-                         int depth);
+    Value invoke_macro(const Stmt& def, const std::shared_ptr<Frame>& closure, CallArgs& args);
+    std::string run_loop(const Stmt& loop, const Value& iterable,
+                         const std::shared_ptr<Frame>& frame, int depth);
 
-private:
+  private:
     enum class Flow { Normal, Break, Continue };
 
     Flow exec_body(const Body& body, const std::shared_ptr<Frame>& frame, std::string& out);

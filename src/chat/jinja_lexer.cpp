@@ -13,9 +13,9 @@ std::string position_message(const SourcePos& pos, std::string_view message) {
 
 namespace {
 
-constexpr std::string_view kOperators[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%", "~",
-                                           "[",  "]",  "(",  ")",  "{",  "}",  ">", "<", "=", ".", ":", "|",
-                                           ",",  ";"};
+constexpr std::string_view kOperators[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/",
+                                           "*",  "%",  "~",  "[",  "]",  "(",  ")", "{", "}",
+                                           ">",  "<",  "=",  ".",  ":",  "|",  ",", ";"};
 
 // Source with every \r\n and \r turned into \n, and one trailing newline dropped.
 std::string normalize_newlines(std::string_view source, bool keep_trailing_newline) {
@@ -33,13 +33,20 @@ std::string normalize_newlines(std::string_view source, bool keep_trailing_newli
     return out;
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+bool is_digit(char c) {
+    return c >= '0' && c <= '9';
+}
+bool is_name_start(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool is_name_char(char c) {
+    return is_name_start(c) || is_digit(c);
+}
 
 class Lexer {
-public:
-    Lexer(std::string source, const LexerOptions& options) : src_(std::move(source)), options_(options) {
+  public:
+    Lexer(std::string source, const LexerOptions& options)
+        : src_(std::move(source)), options_(options) {
         line_starts_.push_back(0);
         for (std::size_t i = 0; i < src_.size(); ++i)
             if (src_[i] == '\n') line_starts_.push_back(i + 1);
@@ -58,14 +65,16 @@ public:
             const char kind = src_[tag + 1];  // '{', '%' or '#'
             std::size_t after = tag + 2;
             char sign = 0;
-            if (after < src_.size() && (src_[after] == '-' || src_[after] == '+')) sign = src_[after++];
+            if (after < src_.size() && (src_[after] == '-' || src_[after] == '+'))
+                sign = src_[after++];
             const bool raw = kind == '%' && is_raw_begin(after);
             if (sign == '-') {
                 text = rstrip(text);
             } else if (sign != '+' && options_.lstrip_blocks && kind != '{') {
                 const std::size_t newline = text.rfind('\n');
                 const std::size_t line_begin = newline == std::string::npos ? 0 : newline + 1;
-                if ((line_begin > 0 || line_starting) && is_blank(std::string_view(text).substr(line_begin)))
+                if ((line_begin > 0 || line_starting) &&
+                    is_blank(std::string_view(text).substr(line_begin)))
                     text.resize(line_begin);
             }
             emit_text(std::move(text), text_start);
@@ -81,13 +90,15 @@ public:
         return std::move(tokens_);
     }
 
-private:
+  private:
     SourcePos pos_at(std::size_t offset) const {
         const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
         const std::size_t line = static_cast<std::size_t>(it - line_starts_.begin());
         const std::size_t begin = line_starts_[line - 1];
         return SourcePos{static_cast<int>(line),
-                         static_cast<int>(unicode::length(std::string_view(src_).substr(begin, offset - begin))) + 1};
+                         static_cast<int>(unicode::length(
+                             std::string_view(src_).substr(begin, offset - begin))) +
+                             1};
     }
 
     [[noreturn]] void fail(std::size_t offset, std::string_view message) const {
@@ -96,7 +107,8 @@ private:
 
     std::size_t find_tag(std::size_t from) const {
         for (std::size_t i = from; i + 1 < src_.size(); ++i)
-            if (src_[i] == '{' && (src_[i + 1] == '{' || src_[i + 1] == '%' || src_[i + 1] == '#')) return i;
+            if (src_[i] == '{' && (src_[i + 1] == '{' || src_[i + 1] == '%' || src_[i + 1] == '#'))
+                return i;
         return src_.size();
     }
 
@@ -122,7 +134,9 @@ private:
         return true;
     }
 
-    static std::string rstrip(const std::string& s) { return unicode::strip(s, nullptr, false, true); }
+    static std::string rstrip(const std::string& s) {
+        return unicode::strip(s, nullptr, false, true);
+    }
 
     bool is_raw_begin(std::size_t after) const {
         std::size_t i = skip_spaces(after);
@@ -132,7 +146,8 @@ private:
     }
 
     void emit_text(std::string text, std::size_t offset) {
-        if (!text.empty()) tokens_.push_back(Token{TokenType::Text, std::move(text), pos_at(offset)});
+        if (!text.empty())
+            tokens_.push_back(Token{TokenType::Text, std::move(text), pos_at(offset)});
     }
 
     // After a closing "%}" / "#}": trim_blocks eats one newline; "-" eats all whitespace; "+"
@@ -144,7 +159,8 @@ private:
             pos_ = skip_spaces(pos_);
             return pos_ > start && src_[pos_ - 1] == '\n';
         }
-        if (sign != '+' && trim_allowed && options_.trim_blocks && pos_ < src_.size() && src_[pos_] == '\n') {
+        if (sign != '+' && trim_allowed && options_.trim_blocks && pos_ < src_.size() &&
+            src_[pos_] == '\n') {
             ++pos_;
             return true;
         }
@@ -155,7 +171,8 @@ private:
         const std::size_t close = src_.find("#}", after);
         if (close == std::string::npos) fail(tag, "missing end of comment tag");
         char sign = 0;
-        if (close > after && (src_[close - 1] == '-' || src_[close - 1] == '+')) sign = src_[close - 1];
+        if (close > after && (src_[close - 1] == '-' || src_[close - 1] == '+'))
+            sign = src_[close - 1];
         return finish_block_end(close + 2, sign, true);
     }
 
@@ -166,7 +183,8 @@ private:
         pos_ = i + 2;  // past "%}"
         if (sign == '-') pos_ = skip_spaces(pos_);
         // Find "{%[-+]? endraw [-+]?%}".
-        for (std::size_t at = src_.find("{%", pos_); at != std::string::npos; at = src_.find("{%", at + 2)) {
+        for (std::size_t at = src_.find("{%", pos_); at != std::string::npos;
+             at = src_.find("{%", at + 2)) {
             std::size_t j = at + 2;
             char open_sign = 0;
             if (j < src_.size() && (src_[j] == '-' || src_[j] == '+')) open_sign = src_[j++];
@@ -181,7 +199,8 @@ private:
                 text = rstrip(text);
             } else if (open_sign != '+' && options_.lstrip_blocks) {
                 const std::size_t newline = text.rfind('\n');
-                if (newline != std::string::npos && is_blank(std::string_view(text).substr(newline + 1)))
+                if (newline != std::string::npos &&
+                    is_blank(std::string_view(text).substr(newline + 1)))
                     text.resize(newline + 1);
             }
             emit_text(std::move(text), pos_);
@@ -191,19 +210,24 @@ private:
     }
 
     bool lex_tag(std::size_t tag, std::size_t after, bool block) {
-        tokens_.push_back(Token{block ? TokenType::BlockBegin : TokenType::VariableBegin, "", pos_at(tag)});
+        tokens_.push_back(
+            Token{block ? TokenType::BlockBegin : TokenType::VariableBegin, "", pos_at(tag)});
         std::vector<char> brackets;
         std::size_t i = after;
         while (true) {
             i = skip_spaces(i);
-            if (i >= src_.size()) fail(tag, block ? "unclosed block tag '{%'" : "unclosed variable tag '{{'");
+            if (i >= src_.size())
+                fail(tag, block ? "unclosed block tag '{%'" : "unclosed variable tag '{{'");
             if (brackets.empty()) {
                 const char* close = block ? "%}" : "}}";
                 char sign = 0;
                 std::size_t j = i;
-                if ((src_[j] == '-' || (block && src_[j] == '+')) && src_.compare(j + 1, 2, close) == 0) sign = src_[j++];
+                if ((src_[j] == '-' || (block && src_[j] == '+')) &&
+                    src_.compare(j + 1, 2, close) == 0)
+                    sign = src_[j++];
                 if (src_.compare(j, 2, close) == 0) {
-                    tokens_.push_back(Token{block ? TokenType::BlockEnd : TokenType::VariableEnd, "", pos_at(i)});
+                    tokens_.push_back(
+                        Token{block ? TokenType::BlockEnd : TokenType::VariableEnd, "", pos_at(i)});
                     return finish_block_end(j + 2, sign, block);
                 }
             }
@@ -228,7 +252,8 @@ private:
                 brackets.push_back(op == "(" ? ')' : op == "[" ? ']' : '}');
             } else if (op == ")" || op == "]" || op == "}") {
                 if (brackets.empty()) fail(i, concat("unexpected '", op, "'"));
-                if (brackets.back() != op[0]) fail(i, concat("unexpected '", op, "', expected '", brackets.back(), "'"));
+                if (brackets.back() != op[0])
+                    fail(i, concat("unexpected '", op, "', expected '", brackets.back(), "'"));
                 brackets.pop_back();
             }
             if (brackets.size() > 256) fail(i, "brackets nested too deeply");
@@ -243,9 +268,12 @@ private:
         if (i >= src_.size() || !digit(src_[i])) return i;
         ++i;
         while (i < src_.size()) {
-            if (digit(src_[i])) ++i;
-            else if (src_[i] == '_' && i + 1 < src_.size() && digit(src_[i + 1])) i += 2;
-            else break;
+            if (digit(src_[i]))
+                ++i;
+            else if (src_[i] == '_' && i + 1 < src_.size() && digit(src_[i + 1]))
+                i += 2;
+            else
+                break;
         }
         return i;
     }
@@ -253,12 +281,23 @@ private:
     std::size_t lex_number(std::size_t i, const SourcePos& pos) {
         const auto dec = [](char ch) { return is_digit(ch); };
         std::size_t j = digits_end(i, dec);
+        // Python has no leading zeros: "05" is the integer 0 followed by the integer 5.
+        if (src_[i] == '0' && j > i + 1 && src_.find_first_not_of("0_", i) < j &&
+            !(j < src_.size() && (src_[j] == '.' || src_[j] == 'e' || src_[j] == 'E'))) {
+            j = i + 1;
+            while (j + 1 < src_.size() &&
+                   (src_[j] == '0' || (src_[j] == '_' && src_[j + 1] == '0')))
+                ++j;
+            if (j > i + 1 && src_[j - 1] == '_') --j;
+        }
         bool is_float = false;
-        if (j + 1 < src_.size() && src_[j] == '.' && is_digit(src_[j + 1]) && !(i > 0 && src_[i - 1] == '.')) {
+        if (j + 1 < src_.size() && src_[j] == '.' && is_digit(src_[j + 1]) &&
+            !(i > 0 && src_[i - 1] == '.')) {
             j = digits_end(j + 1, dec);
             is_float = true;
         }
-        if (j < src_.size() && (src_[j] == 'e' || src_[j] == 'E') && !(i > 0 && src_[i - 1] == '.')) {
+        if (j < src_.size() && (src_[j] == 'e' || src_[j] == 'E') &&
+            !(i > 0 && src_[i - 1] == '.')) {
             std::size_t k = j + 1;
             if (k < src_.size() && (src_[k] == '+' || src_[k] == '-')) ++k;
             if (k < src_.size() && is_digit(src_[k])) {
@@ -269,7 +308,10 @@ private:
         if (!is_float && src_[i] == '0' && j == i + 1 && i + 1 < src_.size()) {
             const char base = static_cast<char>(src_[i + 1] | 0x20);
             bool (*digit)(char) = nullptr;
-            if (base == 'x') digit = [](char ch) { return std::strchr("0123456789abcdefABCDEF", ch) != nullptr && ch != 0; };
+            if (base == 'x')
+                digit = [](char ch) {
+                    return std::strchr("0123456789abcdefABCDEF", ch) != nullptr && ch != 0;
+                };
             if (base == 'o') digit = [](char ch) { return ch >= '0' && ch <= '7'; };
             if (base == 'b') digit = [](char ch) { return ch == '0' || ch == '1'; };
             if (digit) {
@@ -281,7 +323,8 @@ private:
         }
         std::string text = src_.substr(i, j - i);
         text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
-        tokens_.push_back(Token{is_float ? TokenType::Float : TokenType::Integer, std::move(text), pos});
+        tokens_.push_back(
+            Token{is_float ? TokenType::Float : TokenType::Integer, std::move(text), pos});
         return j;
     }
 
@@ -309,17 +352,38 @@ private:
             const char e = src_[j + 1];
             j += 2;
             switch (e) {
-                case '\n': break;
-                case '\\': value += '\\'; break;
-                case '\'': value += '\''; break;
-                case '"': value += '"'; break;
-                case 'a': value += '\a'; break;
-                case 'b': value += '\b'; break;
-                case 'f': value += '\f'; break;
-                case 'n': value += '\n'; break;
-                case 'r': value += '\r'; break;
-                case 't': value += '\t'; break;
-                case 'v': value += '\v'; break;
+                case '\n':
+                    break;
+                case '\\':
+                    value += '\\';
+                    break;
+                case '\'':
+                    value += '\'';
+                    break;
+                case '"':
+                    value += '"';
+                    break;
+                case 'a':
+                    value += '\a';
+                    break;
+                case 'b':
+                    value += '\b';
+                    break;
+                case 'f':
+                    value += '\f';
+                    break;
+                case 'n':
+                    value += '\n';
+                    break;
+                case 'r':
+                    value += '\r';
+                    break;
+                case 't':
+                    value += '\t';
+                    break;
+                case 'v':
+                    value += '\v';
+                    break;
                 case 'x':
                 case 'u':
                 case 'U': {
@@ -327,18 +391,22 @@ private:
                     char32_t cp = 0;
                     for (int k = 0; k < digits; ++k) {
                         const int h = j < src_.size() ? hex_value(src_[j]) : -1;
-                        if (h < 0) fail(i, concat("truncated \\", std::string(1, e), " escape in string literal"));
+                        if (h < 0)
+                            fail(i, concat("truncated \\", std::string(1, e),
+                                           " escape in string literal"));
                         cp = cp * 16 + static_cast<char32_t>(h);
                         ++j;
                     }
-                    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) fail(i, "invalid code point escape in string literal");
+                    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+                        fail(i, "invalid code point escape in string literal");
                     unicode::append_utf8(value, cp);
                     break;
                 }
                 default:
                     if (e >= '0' && e <= '7') {
                         char32_t cp = static_cast<char32_t>(e - '0');
-                        for (int k = 0; k < 2 && j < src_.size() && src_[j] >= '0' && src_[j] <= '7'; ++k)
+                        for (int k = 0;
+                             k < 2 && j < src_.size() && src_[j] >= '0' && src_[j] <= '7'; ++k)
                             cp = cp * 8 + static_cast<char32_t>(src_[j++] - '0');
                         unicode::append_utf8(value, cp);
                     } else {

@@ -11,7 +11,19 @@
 
 namespace minfer::chat::jinja {
 
-enum class TokenType { Text, VariableBegin, VariableEnd, BlockBegin, BlockEnd, Name, String, Integer, Float, Operator, End };
+enum class TokenType {
+    Text,
+    VariableBegin,
+    VariableEnd,
+    BlockBegin,
+    BlockEnd,
+    Name,
+    String,
+    Integer,
+    Float,
+    Operator,
+    End
+};
 
 struct Token {
     TokenType type = TokenType::End;

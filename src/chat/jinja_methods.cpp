@@ -8,6 +8,7 @@
 #include "chat/jinja_interpreter.h"
 #include "chat/jinja_ops.h"
 #include "chat/py_format.h"
+#include "chat/py_string_format.h"
 #include "chat/unicode_text.h"
 
 namespace minfer::chat::jinja {
@@ -23,7 +24,9 @@ const std::string& str_arg(const std::optional<Value>& v, std::string_view metho
     return v->as_string();
 }
 
-bool absent(const std::optional<Value>& v) { return !v || v->is_none(); }
+bool absent(const std::optional<Value>& v) {
+    return !v || v->is_none();
+}
 
 // Code-point index of a byte offset.
 int64_t char_index(const std::string& s, std::size_t byte_offset) {
@@ -31,14 +34,16 @@ int64_t char_index(const std::string& s, std::size_t byte_offset) {
 }
 
 // The byte range [begin, end) of code points [start, stop) with Python's index clamping.
-std::pair<std::size_t, std::size_t> byte_range(const std::string& s, const std::optional<Value>& start,
+std::pair<std::size_t, std::size_t> byte_range(const std::string& s,
+                                               const std::optional<Value>& start,
                                                const std::optional<Value>& stop) {
     if (absent(start) && absent(stop)) return {0, s.size()};
     const std::vector<char32_t> cps = unicode::decode(s);
     const auto n = static_cast<int64_t>(cps.size());
     const auto clamp = [&](const std::optional<Value>& v, int64_t dflt) {
         if (absent(v)) return dflt;
-        if (!v->is_int() && !v->is_bool()) throw EvalError("slice indices must be integers or None");
+        if (!v->is_int() && !v->is_bool())
+            throw EvalError("slice indices must be integers or None");
         int64_t i = v->as_int();
         if (i < 0) i = std::max<int64_t>(i + n, 0);
         return std::min(i, n);
@@ -46,7 +51,8 @@ std::pair<std::size_t, std::size_t> byte_range(const std::string& s, const std::
     const int64_t b = clamp(start, 0), e = clamp(stop, n);
     const auto offset = [&](int64_t k) {
         std::string prefix;
-        for (int64_t i = 0; i < k; ++i) unicode::append_utf8(prefix, cps[static_cast<std::size_t>(i)]);
+        for (int64_t i = 0; i < k; ++i)
+            unicode::append_utf8(prefix, cps[static_cast<std::size_t>(i)]);
         return prefix.size();
     };
     return {offset(b), std::max(offset(b), offset(e))};
@@ -65,8 +71,7 @@ Value split(const std::string& s, const Bound& b, bool from_right) {
             if (i >= cps.size()) break;
             std::size_t j = i;
             if (maxsplit >= 0 && splits >= maxsplit) {
-                j = cps.size();
-                while (j > i && unicode::is_space(cps[j - 1])) --j;
+                j = cps.size();  // the rest, its far end unstripped (as Python does)
             } else {
                 while (j < cps.size() && !unicode::is_space(cps[j])) ++j;
             }
@@ -124,7 +129,8 @@ Value replace(Interpreter& interp, const std::string& s, const Bound& b) {
                 if (count > 0) --count;
             }
             if (i < cps.size()) unicode::append_utf8(out, cps[i]);
-            if (out.size() > interp.options().limits.max_output_bytes) throw EvalError("replace result too large");
+            if (out.size() > interp.options().limits.max_output_bytes)
+                throw EvalError("replace result too large");
         }
     } else {
         std::size_t start = 0;
@@ -135,7 +141,8 @@ Value replace(Interpreter& interp, const std::string& s, const Bound& b) {
             out += new_text;
             start = at + old_text.size();
             if (count > 0) --count;
-            if (out.size() > interp.options().limits.max_output_bytes) throw EvalError("replace result too large");
+            if (out.size() > interp.options().limits.max_output_bytes)
+                throw EvalError("replace result too large");
         }
         out.append(s, start, std::string::npos);
     }
@@ -148,10 +155,12 @@ bool affix_matches(const std::string& s, const Bound& b, bool prefix, std::strin
     const std::string_view region = std::string_view(s).substr(begin, end - begin);
     const auto test = [&](const Value& v) {
         if (!v.is_string())
-            throw EvalError(concat(method, " first arg must be str or a tuple of str, not ", v.type_name()));
+            throw EvalError(
+                concat(method, " first arg must be str or a tuple of str, not ", v.type_name()));
         const std::string& a = v.as_string();
         if (a.size() > region.size()) return false;
-        return prefix ? region.substr(0, a.size()) == a : region.substr(region.size() - a.size()) == a;
+        return prefix ? region.substr(0, a.size()) == a
+                      : region.substr(region.size() - a.size()) == a;
     };
     if (!b[0]) throw EvalError(concat(method, "() takes at least 1 argument (0 given)"));
     if (b[0]->is_tuple()) {
@@ -167,9 +176,15 @@ bool all_chars(const std::string& s, bool (*pred)(char32_t)) {
     return !cps.empty() && std::all_of(cps.begin(), cps.end(), pred);
 }
 
-bool is_digit_cp(char32_t c) { return c >= '0' && c <= '9'; }
-bool is_alpha_cp(char32_t c) { return unicode::is_word_char(c) && !is_digit_cp(c) && c != '_'; }
-bool is_alnum_cp(char32_t c) { return unicode::is_word_char(c) && c != '_'; }
+bool is_digit_cp(char32_t c) {
+    return c >= '0' && c <= '9';
+}
+bool is_alpha_cp(char32_t c) {
+    return unicode::is_word_char(c) && !is_digit_cp(c) && c != '_';
+}
+bool is_alnum_cp(char32_t c) {
+    return unicode::is_word_char(c) && c != '_';
+}
 
 Value pad(const std::string& s, const Bound& b, int align) {
     if (!b[0] || (!b[0]->is_int() && !b[0]->is_bool())) throw EvalError("width must be an integer");
@@ -177,7 +192,8 @@ Value pad(const std::string& s, const Bound& b, int align) {
     std::string fill = " ";
     if (b[1]) {
         fill = str_arg(b[1], "pad");
-        if (unicode::length(fill) != 1) throw EvalError("The fill character must be exactly one character long");
+        if (unicode::length(fill) != 1)
+            throw EvalError("The fill character must be exactly one character long");
     }
     const auto n = static_cast<int64_t>(unicode::length(s));
     if (width <= n) return Value::string(s);
@@ -194,6 +210,7 @@ Value string_method(const Value& self, const std::string& name) {
     const std::string s = self.as_string();
     const auto method = [&](std::vector<std::string_view> params, auto body) {
         return make_function(name, [s, params, body, name](Interpreter& interp, CallArgs& args) {
+            charge_work(s.size());  // string methods read the whole string
             return body(interp, bind_args(name, args, params));
         });
     };
@@ -202,30 +219,40 @@ Value string_method(const Value& self, const std::string& name) {
         return method({"chars"}, [s, name](I&, const Bound& b) {
             std::optional<std::string> chars;
             if (!absent(b[0])) chars = str_arg(b[0], name);
-            return Value::string(unicode::strip(s, chars ? &*chars : nullptr, name != "rstrip", name != "lstrip"));
+            return Value::string(
+                unicode::strip(s, chars ? &*chars : nullptr, name != "rstrip", name != "lstrip"));
         });
     if (name == "split" || name == "rsplit")
-        return method({"sep", "maxsplit"}, [s, name](I&, const Bound& b) { return split(s, b, name == "rsplit"); });
+        return method({"sep", "maxsplit"},
+                      [s, name](I&, const Bound& b) { return split(s, b, name == "rsplit"); });
     if (name == "startswith" || name == "endswith")
         return method({"prefix", "start", "end"}, [s, name](I&, const Bound& b) {
             return Value::boolean(affix_matches(s, b, name == "startswith", name));
         });
-    if (name == "upper") return method({}, [s](I&, const Bound&) { return Value::string(unicode::to_upper(s)); });
-    if (name == "lower") return method({}, [s](I&, const Bound&) { return Value::string(unicode::to_lower(s)); });
-    if (name == "title") return method({}, [s](I&, const Bound&) { return Value::string(unicode::python_title(s)); });
+    if (name == "upper")
+        return method({}, [s](I&, const Bound&) { return Value::string(unicode::to_upper(s)); });
+    if (name == "lower")
+        return method({}, [s](I&, const Bound&) { return Value::string(unicode::to_lower(s)); });
+    if (name == "title")
+        return method({},
+                      [s](I&, const Bound&) { return Value::string(unicode::python_title(s)); });
     if (name == "capitalize")
         return method({}, [s](I&, const Bound&) { return Value::string(unicode::capitalize(s)); });
     if (name == "replace")
-        return method({"old", "new", "count"}, [s](I& interp, const Bound& b) { return replace(interp, s, b); });
+        return method({"old", "new", "count"},
+                      [s](I& interp, const Bound& b) { return replace(interp, s, b); });
     if (name == "find" || name == "rfind" || name == "index" || name == "rindex" || name == "count")
         return method({"sub", "start", "end"}, [s, name](I&, const Bound& b) {
             const std::string& sub = str_arg(b[0], name);
             const auto [begin, end] = byte_range(s, b[1], b[2]);
             const std::string region = s.substr(begin, end - begin);
             if (name == "count") {
-                if (sub.empty()) return Value::integer(static_cast<int64_t>(unicode::length(region)) + 1);
+                if (sub.empty())
+                    return Value::integer(static_cast<int64_t>(unicode::length(region)) + 1);
                 int64_t n = 0;
-                for (std::size_t at = region.find(sub); at != std::string::npos; at = region.find(sub, at + sub.size())) ++n;
+                for (std::size_t at = region.find(sub); at != std::string::npos;
+                     at = region.find(sub, at + sub.size()))
+                    ++n;
                 return Value::integer(n);
             }
             const std::size_t at = (name[0] == 'r') ? region.rfind(sub) : region.find(sub);
@@ -237,6 +264,7 @@ Value string_method(const Value& self, const std::string& name) {
         });
     if (name == "format")
         return make_function(name, [s](I& interp, CallArgs& args) {
+            charge_work(s.size());
             std::string out = python_str_format(s, args);
             interp.budget().charge(out.size());
             return Value::string(std::move(out));
@@ -248,10 +276,12 @@ Value string_method(const Value& self, const std::string& name) {
             std::size_t i = 0;
             for (const Value& item : iterate(*b[0])) {
                 if (!item.is_string())
-                    throw EvalError(concat("sequence item ", i, ": expected str instance, ", item.type_name(), " found"));
+                    throw EvalError(concat("sequence item ", i, ": expected str instance, ",
+                                           item.type_name(), " found"));
                 if (i++) out += s;
                 out += item.as_string();
-                if (out.size() > interp.options().limits.max_output_bytes) throw EvalError("join result too large");
+                if (out.size() > interp.options().limits.max_output_bytes)
+                    throw EvalError("join result too large");
             }
             interp.budget().charge(out.size());
             return Value::string(std::move(out));
@@ -259,13 +289,22 @@ Value string_method(const Value& self, const std::string& name) {
     if (name == "splitlines")
         return method({}, [s](I&, const Bound&) {
             std::vector<Value> lines;
-            for (auto& line : unicode::split_lines(s)) lines.push_back(Value::string(std::move(line)));
+            for (auto& line : unicode::split_lines(s))
+                lines.push_back(Value::string(std::move(line)));
             return Value::list(std::move(lines));
         });
-    if (name == "isdigit") return method({}, [s](I&, const Bound&) { return Value::boolean(all_chars(s, is_digit_cp)); });
-    if (name == "isalpha") return method({}, [s](I&, const Bound&) { return Value::boolean(all_chars(s, is_alpha_cp)); });
-    if (name == "isalnum") return method({}, [s](I&, const Bound&) { return Value::boolean(all_chars(s, is_alnum_cp)); });
-    if (name == "isspace") return method({}, [s](I&, const Bound&) { return Value::boolean(all_chars(s, unicode::is_space)); });
+    if (name == "isdigit")
+        return method({},
+                      [s](I&, const Bound&) { return Value::boolean(all_chars(s, is_digit_cp)); });
+    if (name == "isalpha")
+        return method({},
+                      [s](I&, const Bound&) { return Value::boolean(all_chars(s, is_alpha_cp)); });
+    if (name == "isalnum")
+        return method({},
+                      [s](I&, const Bound&) { return Value::boolean(all_chars(s, is_alnum_cp)); });
+    if (name == "isspace")
+        return method(
+            {}, [s](I&, const Bound&) { return Value::boolean(all_chars(s, unicode::is_space)); });
     if (name == "islower" || name == "isupper")
         return method({}, [s, name](I&, const Bound&) {
             const bool lower = name == "islower";
@@ -273,14 +312,19 @@ Value string_method(const Value& self, const std::string& name) {
             const std::string other = lower ? unicode::to_upper(s) : unicode::to_lower(s);
             return Value::boolean(s == same && s != other);
         });
-    if (name == "ljust") return method({"width", "fillchar"}, [s](I&, const Bound& b) { return pad(s, b, -1); });
-    if (name == "rjust") return method({"width", "fillchar"}, [s](I&, const Bound& b) { return pad(s, b, 1); });
-    if (name == "center") return method({"width", "fillchar"}, [s](I&, const Bound& b) { return pad(s, b, 0); });
+    if (name == "ljust")
+        return method({"width", "fillchar"}, [s](I&, const Bound& b) { return pad(s, b, -1); });
+    if (name == "rjust")
+        return method({"width", "fillchar"}, [s](I&, const Bound& b) { return pad(s, b, 1); });
+    if (name == "center")
+        return method({"width", "fillchar"}, [s](I&, const Bound& b) { return pad(s, b, 0); });
     if (name == "removeprefix" || name == "removesuffix")
         return method({"affix"}, [s, name](I&, const Bound& b) {
             const std::string& a = str_arg(b[0], name);
-            if (name == "removeprefix" && s.compare(0, a.size(), a) == 0) return Value::string(s.substr(a.size()));
-            if (name == "removesuffix" && s.size() >= a.size() && s.compare(s.size() - a.size(), a.size(), a) == 0)
+            if (name == "removeprefix" && s.compare(0, a.size(), a) == 0)
+                return Value::string(s.substr(a.size()));
+            if (name == "removesuffix" && s.size() >= a.size() &&
+                s.compare(s.size() - a.size(), a.size(), a) == 0)
                 return Value::string(s.substr(0, s.size() - a.size()));
             return Value::string(s);
         });
@@ -296,10 +340,12 @@ Value dict_method(const Value& self, const std::string& name) {
     if (name == "items")
         return method({}, [self](const Bound&) {
             std::vector<Value> pairs;
-            for (const auto& [k, v] : self.as_dict().entries()) pairs.push_back(Value::list({k, v}, true));
+            for (const auto& [k, v] : self.as_dict().entries())
+                pairs.push_back(Value::list({k, v}, true));
             return Value::list(std::move(pairs));
         });
-    if (name == "keys") return method({}, [self](const Bound&) { return Value::list(iterate(self)); });
+    if (name == "keys")
+        return method({}, [self](const Bound&) { return Value::list(iterate(self)); });
     if (name == "values")
         return method({}, [self](const Bound&) {
             std::vector<Value> values;
@@ -309,11 +355,13 @@ Value dict_method(const Value& self, const std::string& name) {
     if (name == "get")
         return method({"key", "default"}, [self](const Bound& b) {
             if (!b[0]) throw EvalError("get expected at least 1 argument, got 0");
-            if (!hash_key(*b[0])) throw EvalError(concat("unhashable type: '", b[0]->type_name(), "'"));
+            if (!hash_key(*b[0]))
+                throw EvalError(concat("unhashable type: '", b[0]->type_name(), "'"));
             const Value* v = self.as_dict().find(*b[0]);
             return v ? *v : (b[1] ? *b[1] : Value::none());
         });
-    if (name == "copy") return method({}, [self](const Bound&) { return Value::dict(self.as_dict()); });
+    if (name == "copy")
+        return method({}, [self](const Bound&) { return Value::dict(self.as_dict()); });
     return Value();
 }
 
@@ -335,202 +383,33 @@ Value list_method(const Value& self, const std::string& name) {
 }
 
 bool is_mutating(const Value& obj, const std::string& name) {
-    static const char* const list_mutators[] = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"};
+    static const char* const list_mutators[] = {"append", "extend", "insert", "pop",
+                                                "remove", "clear",  "sort",   "reverse"};
     static const char* const dict_mutators[] = {"pop", "popitem", "setdefault", "update", "clear"};
     if (obj.is_list() && !obj.is_tuple())
-        return std::any_of(std::begin(list_mutators), std::end(list_mutators), [&](const char* m) { return name == m; });
+        return std::any_of(std::begin(list_mutators), std::end(list_mutators),
+                           [&](const char* m) { return name == m; });
     if (obj.is_dict())
-        return std::any_of(std::begin(dict_mutators), std::end(dict_mutators), [&](const char* m) { return name == m; });
+        return std::any_of(std::begin(dict_mutators), std::end(dict_mutators),
+                           [&](const char* m) { return name == m; });
     return false;
-}
-
-// Formats one replacement field value with a format spec (the common subset of Python's).
-std::string format_field(const Value& v, const std::string& spec) {
-    if (spec.empty()) return py_str(v);
-    std::size_t i = 0;
-    std::string fill = " ";
-    char align = 0;
-    const std::vector<char32_t> cps = unicode::decode(spec);
-    std::size_t k = 0;
-    if (cps.size() >= 2 && (cps[1] == '<' || cps[1] == '>' || cps[1] == '^' || cps[1] == '=')) {
-        fill.clear();
-        unicode::append_utf8(fill, cps[0]);
-        align = static_cast<char>(cps[1]);
-        k = 2;
-    } else if (!cps.empty() && (cps[0] == '<' || cps[0] == '>' || cps[0] == '^' || cps[0] == '=')) {
-        align = static_cast<char>(cps[0]);
-        k = 1;
-    }
-    const std::string rest = unicode::encode(std::vector<char32_t>(cps.begin() + static_cast<std::ptrdiff_t>(k), cps.end()));
-    std::string sign;
-    if (i < rest.size() && (rest[i] == '+' || rest[i] == '-' || rest[i] == ' ')) sign = rest[i++];
-    bool zero = false;
-    if (i < rest.size() && rest[i] == '0') {
-        zero = true;
-        ++i;
-    }
-    std::size_t width = 0;
-    while (i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i])) && width < 100000)
-        width = width * 10 + static_cast<std::size_t>(rest[i++] - '0');
-    int precision = -1;
-    if (i < rest.size() && rest[i] == '.') {
-        precision = 0;
-        while (++i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i])) && precision < 1000)
-            precision = precision * 10 + (rest[i] - '0');
-    }
-    char type = i < rest.size() ? rest[i++] : 0;
-    if (i != rest.size()) throw EvalError(concat("Invalid format specifier '", spec, "'"));
-    std::string body;
-    char buf[2048];
-    if (v.is_string() || (!v.is_number())) {
-        if (type != 0 && type != 's') throw EvalError(concat("Unknown format code '", type, "' for object of type '", v.type_name(), "'"));
-        std::vector<char32_t> text = unicode::decode(py_str(v));
-        if (precision >= 0 && static_cast<std::size_t>(precision) < text.size()) text.resize(static_cast<std::size_t>(precision));
-        body = unicode::encode(text);
-        if (!align) align = '<';
-    } else {
-        if (!align) align = '>';
-        if (zero && !spec.empty() && align == '>') fill = "0", align = '=';
-        const std::string flags = sign == "+" ? "+" : sign == " " ? " " : "";
-        if (type == 'd' || (type == 0 && !v.is_float())) {
-            if (v.is_float()) throw EvalError("Unknown format code 'd' for object of type 'float'");
-            std::snprintf(buf, sizeof buf, ("%" + flags + "lld").c_str(), static_cast<long long>(v.as_int()));
-        } else if (type == 'f' || type == 'F' || type == 'e' || type == 'E' || type == 'g' || type == 'G' || type == '%') {
-            const double x = v.as_float() * (type == '%' ? 100.0 : 1.0);
-            std::snprintf(buf, sizeof buf, ("%" + flags + "." + std::to_string(precision < 0 ? 6 : precision) + (type == '%' ? 'f' : type)).c_str(), x);
-            if (type == '%') std::strncat(buf, "%", sizeof buf - std::strlen(buf) - 1);
-        } else if (type == 0) {
-            if (precision >= 0) std::snprintf(buf, sizeof buf, ("%" + flags + "." + std::to_string(precision) + "g").c_str(), v.as_float());
-            else std::snprintf(buf, sizeof buf, "%s%s", flags.c_str(), float_repr(v.as_float()).c_str());
-        } else if (type == 'x' || type == 'X' || type == 'o' || type == 'b') {
-            if (v.is_float()) throw EvalError(concat("Unknown format code '", type, "' for object of type 'float'"));
-            if (type == 'b') {
-                unsigned long long u = static_cast<unsigned long long>(std::llabs(v.as_int()));
-                std::string bits;
-                do bits.insert(bits.begin(), static_cast<char>('0' + (u & 1))); while (u >>= 1);
-                std::snprintf(buf, sizeof buf, "%s%s", v.as_int() < 0 ? "-" : "", bits.c_str());
-            } else {
-                std::snprintf(buf, sizeof buf, (std::string("%") + flags + "ll" + type).c_str(), static_cast<long long>(v.as_int()));
-            }
-        } else {
-            throw EvalError(concat("Unknown format code '", type, "' for object of type '", v.type_name(), "'"));
-        }
-        body = buf;
-    }
-    const std::size_t n = unicode::length(body);
-    if (n >= width) return body;
-    const std::size_t margin = width - n;
-    std::string out;
-    const auto repeat_fill = [&](std::size_t count) {
-        for (std::size_t j = 0; j < count; ++j) out += fill;
-    };
-    if (align == '<') {
-        out = body;
-        repeat_fill(margin);
-    } else if (align == '>') {
-        repeat_fill(margin);
-        out += body;
-    } else if (align == '^') {
-        repeat_fill(margin / 2);
-        out += body;
-        repeat_fill(margin - margin / 2);
-    } else {  // '=': padding after the sign
-        const bool has_sign = !body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' ');
-        if (has_sign) out += body[0];
-        repeat_fill(margin);
-        out += has_sign ? body.substr(1) : body;
-    }
-    return out;
 }
 
 }  // namespace
 
 std::optional<Value> builtin_method(const Value& obj, const std::string& name) {
     Value m;
-    if (obj.is_string()) m = string_method(obj, name);
-    else if (obj.is_dict()) m = dict_method(obj, name);
-    else if (obj.is_list()) m = list_method(obj, name);
+    if (obj.is_string())
+        m = string_method(obj, name);
+    else if (obj.is_dict())
+        m = dict_method(obj, name);
+    else if (obj.is_list())
+        m = list_method(obj, name);
     if (!m.is_undefined()) return m;
     if (is_mutating(obj, name))
-        return Value::undefined(concat("access to attribute '", name, "' of '", obj.type_name(), "' object is unsafe."));
+        return Value::undefined(concat("access to attribute '", name, "' of '", obj.type_name(),
+                                       "' object is unsafe."));
     return std::nullopt;
-}
-
-std::string python_str_format(const std::string& format, const CallArgs& args) {
-    std::string out;
-    std::size_t auto_index = 0;
-    for (std::size_t i = 0; i < format.size(); ++i) {
-        const char c = format[i];
-        if (c == '}') {
-            if (i + 1 < format.size() && format[i + 1] == '}') {
-                out += '}';
-                ++i;
-                continue;
-            }
-            throw EvalError("Single '}' encountered in format string");
-        }
-        if (c != '{') {
-            out += c;
-            continue;
-        }
-        if (i + 1 < format.size() && format[i + 1] == '{') {
-            out += '{';
-            ++i;
-            continue;
-        }
-        const std::size_t close = format.find('}', i);
-        if (close == std::string::npos) throw EvalError("Single '{' encountered in format string");
-        std::string field = format.substr(i + 1, close - i - 1);
-        i = close;
-        std::string spec;
-        if (const std::size_t colon = field.find(':'); colon != std::string::npos) {
-            spec = field.substr(colon + 1);
-            field.resize(colon);
-        }
-        bool repr = false;
-        if (const std::size_t bang = field.find('!'); bang != std::string::npos) {
-            repr = field.substr(bang + 1) == "r";
-            field.resize(bang);
-        }
-        // The argument name: up to the first '.' or '['.
-        const std::size_t cut = field.find_first_of(".[");
-        const std::string head = field.substr(0, cut);
-        Value value;
-        if (head.empty()) {
-            if (auto_index >= args.positional.size())
-                throw EvalError(concat("Replacement index ", auto_index, " out of range for positional args tuple"));
-            value = args.positional[auto_index++];
-        } else if (std::all_of(head.begin(), head.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-            const std::size_t index = head.size() < 9 ? std::stoul(head) : SIZE_MAX;
-            if (index >= args.positional.size())
-                throw EvalError(concat("Replacement index ", head, " out of range for positional args tuple"));
-            value = args.positional[index];
-        } else {
-            const auto it = std::find_if(args.keyword.begin(), args.keyword.end(),
-                                         [&](const auto& kv) { return kv.first == head; });
-            if (it == args.keyword.end()) throw EvalError(concat("'", head, "'"));
-            value = it->second;
-        }
-        std::size_t pos = cut;
-        while (pos != std::string::npos && pos < field.size()) {
-            if (field[pos] == '.') {
-                const std::size_t next = field.find_first_of(".[", pos + 1);
-                value = get_attr(value, field.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1));
-                pos = next;
-            } else {
-                const std::size_t end = field.find(']', pos);
-                if (end == std::string::npos) throw EvalError("Missing ']' in format string");
-                const std::string key = field.substr(pos + 1, end - pos - 1);
-                const bool digits = !key.empty() && key.size() < 18 &&
-                                    std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
-                value = get_item(value, digits ? Value::integer(std::stoll(key)) : Value::string(key));
-                pos = end + 1;
-            }
-        }
-        if (value.is_undefined()) fail_undefined(value);
-        out += format_field(repr ? Value::string(py_repr(value)) : value, spec);
-    }
-    return out;
 }
 
 }  // namespace minfer::chat::jinja

@@ -15,8 +15,4 @@ namespace minfer::chat::jinja {
 // the type has no such method.
 std::optional<Value> builtin_method(const Value& obj, const std::string& name);
 
-// Python's str.format(*args, **kwargs) with {} / {0} / {name} fields, attribute and index
-// lookups ({0.x}, {0[k]}) and format specs [[fill]align][sign][0][width][,][.precision][type].
-std::string python_str_format(const std::string& format, const CallArgs& args);
-
 }  // namespace minfer::chat::jinja

@@ -1,19 +1,42 @@
 #include "chat/jinja_ops.h"
 
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "chat/jinja_methods.h"
 #include "chat/py_format.h"
+#include "chat/py_string_format.h"
 #include "chat/unicode_text.h"
 
 namespace minfer::chat::jinja {
 
 void Budget::charge(uint64_t units) {
     if (units > left_)
-        throw EvalError("template exceeds the memory budget (strings or lists too large)");
+        throw EvalError(
+            "template exceeds its work budget (too much string or list data made or processed)");
     left_ -= units;
+}
+
+namespace {
+thread_local Budget* active_budget = nullptr;
+}  // namespace
+
+void charge_work(uint64_t units) {
+    if (active_budget != nullptr) active_budget->charge(units);
+}
+
+uint64_t work_size(const Value& v) {
+    if (v.is_string()) return v.as_string().size();
+    if (v.is_list()) return v.items().size();
+    if (v.is_dict()) return v.as_dict().size();
+    return 1;
+}
+
+WorkScope::WorkScope(Budget& budget) : previous_(std::exchange(active_budget, &budget)) {}
+WorkScope::~WorkScope() {
+    active_budget = previous_;
 }
 
 [[noreturn]] void fail_undefined(const Value& v) {
@@ -32,7 +55,9 @@ bool both_ints(const Value& a, const Value& b) {
                            b.type_name(), "'"));
 }
 
-[[noreturn]] void overflow() { throw EvalError("integer overflow (template integers are 64-bit)"); }
+[[noreturn]] void overflow() {
+    throw EvalError("integer overflow (template integers are 64-bit)");
+}
 
 int64_t add_int(int64_t a, int64_t b) {
     int64_t r = 0;
@@ -81,8 +106,10 @@ Value add(const Value& a, const Value& b, Budget& budget) {
         budget.charge(a.as_string().size() + b.as_string().size());
         // Markup + str escapes the plain side (markupsafe), whichever side the Markup is on.
         const bool markup = a.is_markup() || b.is_markup();
-        const std::string left = markup && !a.is_markup() ? html_escape(a.as_string()) : a.as_string();
-        const std::string right = markup && !b.is_markup() ? html_escape(b.as_string()) : b.as_string();
+        const std::string left =
+            markup && !a.is_markup() ? html_escape(a.as_string()) : a.as_string();
+        const std::string right =
+            markup && !b.is_markup() ? html_escape(b.as_string()) : b.as_string();
         return Value::string(left + right, markup);
     }
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
@@ -92,9 +119,9 @@ Value add(const Value& a, const Value& b, Budget& budget) {
         return Value::list(std::move(out), a.is_tuple());
     }
     if (a.is_string() || a.is_list())
-        throw EvalError(concat("can only concatenate ", a.type_name() == "Markup" ? "str" : a.type_name(),
-                               " (not \"", b.type_name(), "\") to ",
-                               a.type_name() == "Markup" ? "str" : a.type_name()));
+        throw EvalError(concat(
+            "can only concatenate ", a.type_name() == "Markup" ? "str" : a.type_name(), " (not \"",
+            b.type_name(), "\") to ", a.type_name() == "Markup" ? "str" : a.type_name()));
     unsupported("+", a, b);
 }
 
@@ -125,14 +152,21 @@ Value power(const Value& a, const Value& b) {
 bool truthy(const Value& v) {
     switch (v.kind()) {
         case Kind::Undefined:
-        case Kind::None: return false;
+        case Kind::None:
+            return false;
         case Kind::Bool:
-        case Kind::Int: return v.as_int() != 0;
-        case Kind::Float: return v.as_float() != 0;
-        case Kind::String: return !v.as_string().empty();
-        case Kind::List: return !v.items().empty();
-        case Kind::Dict: return !v.as_dict().empty();
-        case Kind::Object: return true;
+        case Kind::Int:
+            return v.as_int() != 0;
+        case Kind::Float:
+            return v.as_float() != 0;
+        case Kind::String:
+            return !v.as_string().empty();
+        case Kind::List:
+            return !v.items().empty();
+        case Kind::Dict:
+            return !v.as_dict().empty();
+        case Kind::Object:
+            return true;
     }
     return false;
 }
@@ -145,8 +179,11 @@ bool equals(const Value& a, const Value& b) {
     if (a.kind() != b.kind()) return false;
     switch (a.kind()) {
         case Kind::Undefined:
-        case Kind::None: return true;
-        case Kind::String: return a.as_string() == b.as_string();
+        case Kind::None:
+            return true;
+        case Kind::String:
+            charge_work(std::min(a.as_string().size(), b.as_string().size()));
+            return a.as_string() == b.as_string();
         case Kind::List: {
             if (a.is_tuple() != b.is_tuple() || a.items().size() != b.items().size()) return false;
             for (std::size_t i = 0; i < a.items().size(); ++i)
@@ -161,8 +198,10 @@ bool equals(const Value& a, const Value& b) {
             }
             return true;
         }
-        case Kind::Object: return a.identity() == b.identity();
-        default: return false;
+        case Kind::Object:
+            return a.identity() == b.identity();
+        default:
+            return false;
     }
 }
 
@@ -188,14 +227,22 @@ bool less_than(const Value& a, const Value& b) {
 
 bool compare(CompareOp op, const Value& a, const Value& b) {
     switch (op) {
-        case CompareOp::Eq: return equals(a, b);
-        case CompareOp::Ne: return !equals(a, b);
-        case CompareOp::Lt: return less_than(a, b);
-        case CompareOp::Le: return less_than(a, b) || equals(a, b);
-        case CompareOp::Gt: return less_than(b, a);
-        case CompareOp::Ge: return less_than(b, a) || equals(a, b);
-        case CompareOp::In: return contains(b, a);
-        case CompareOp::NotIn: return !contains(b, a);
+        case CompareOp::Eq:
+            return equals(a, b);
+        case CompareOp::Ne:
+            return !equals(a, b);
+        case CompareOp::Lt:
+            return less_than(a, b);
+        case CompareOp::Le:
+            return less_than(a, b) || equals(a, b);
+        case CompareOp::Gt:
+            return less_than(b, a);
+        case CompareOp::Ge:
+            return less_than(b, a) || equals(a, b);
+        case CompareOp::In:
+            return contains(b, a);
+        case CompareOp::NotIn:
+            return !contains(b, a);
     }
     return false;
 }
@@ -204,7 +251,8 @@ Value binary(BinaryOp op, const Value& a, const Value& b, Budget& budget) {
     if (a.is_undefined()) fail_undefined(a);
     if (b.is_undefined()) fail_undefined(b);
     switch (op) {
-        case BinaryOp::Add: return add(a, b, budget);
+        case BinaryOp::Add:
+            return add(a, b, budget);
         case BinaryOp::Sub:
             if (both_ints(a, b)) {
                 return Value::integer(sub_int(a.as_int(), b.as_int()));
@@ -240,7 +288,11 @@ Value binary(BinaryOp op, const Value& a, const Value& b, Budget& budget) {
             if (b.as_float() == 0) throw EvalError("float floor division by zero");
             return Value::number(std::floor(a.as_float() / b.as_float()));
         case BinaryOp::Mod:
-            if (a.is_string()) return Value::string(percent_format(a.as_string(), b));
+            if (a.is_string()) {
+                std::string out = percent_format(a.as_string(), b);
+                budget.charge(out.size());
+                return Value::string(std::move(out));
+            }
             if (!a.is_number() || !b.is_number()) unsupported("%", a, b);
             if (both_ints(a, b)) {
                 if (b.as_int() == 0) throw EvalError("integer division or modulo by zero");
@@ -251,7 +303,8 @@ Value binary(BinaryOp op, const Value& a, const Value& b, Budget& budget) {
             }
             if (b.as_float() == 0) throw EvalError("float modulo");
             return Value::number(python_fmod(a.as_float(), b.as_float()));
-        case BinaryOp::Pow: return power(a, b);
+        case BinaryOp::Pow:
+            return power(a, b);
     }
     return Value();
 }
@@ -267,8 +320,10 @@ Value negate(const Value& v) {
 }
 
 bool contains(const Value& container, const Value& item) {
+    charge_work(work_size(container));
     switch (container.kind()) {
-        case Kind::Undefined: return false;
+        case Kind::Undefined:
+            return false;
         case Kind::String:
             if (!item.is_string())
                 throw EvalError(concat("'in <string>' requires string as left operand, not ",
@@ -279,7 +334,8 @@ bool contains(const Value& container, const Value& item) {
                 if (equals(v, item)) return true;
             return false;
         case Kind::Dict:
-            if (!hash_key(item)) throw EvalError(concat("unhashable type: '", item.type_name(), "'"));
+            if (!hash_key(item))
+                throw EvalError(concat("unhashable type: '", item.type_name(), "'"));
             return container.as_dict().find(item) != nullptr;
         case Kind::Object:
             if (dynamic_cast<IteratorObject*>(&container.as_object()) != nullptr) {
@@ -288,14 +344,17 @@ bool contains(const Value& container, const Value& item) {
                 return false;
             }
             break;
-        default: break;
+        default:
+            break;
     }
     throw EvalError(concat("argument of type '", container.type_name(), "' is not iterable"));
 }
 
 std::vector<Value> iterate(const Value& v) {
+    charge_work(work_size(v));
     switch (v.kind()) {
-        case Kind::Undefined: return {};
+        case Kind::Undefined:
+            return {};
         case Kind::String: {
             std::vector<Value> out;
             for (char32_t cp : unicode::decode(v.as_string())) {
@@ -305,7 +364,8 @@ std::vector<Value> iterate(const Value& v) {
             }
             return out;
         }
-        case Kind::List: return v.items();
+        case Kind::List:
+            return v.items();
         case Kind::Dict: {
             std::vector<Value> keys;
             keys.reserve(v.as_dict().size());
@@ -315,18 +375,25 @@ std::vector<Value> iterate(const Value& v) {
         case Kind::Object:
             if (auto* it = dynamic_cast<IteratorObject*>(&v.as_object())) return it->take();
             break;
-        default: break;
+        default:
+            break;
     }
     throw EvalError(concat("'", v.type_name(), "' object is not iterable"));
 }
 
 int64_t length(const Value& v) {
+    if (v.is_string()) charge_work(v.as_string().size());  // counting code points decodes
     switch (v.kind()) {
-        case Kind::Undefined: return 0;
-        case Kind::String: return static_cast<int64_t>(unicode::length(v.as_string()));
-        case Kind::List: return static_cast<int64_t>(v.items().size());
-        case Kind::Dict: return static_cast<int64_t>(v.as_dict().size());
-        default: throw EvalError(concat("object of type '", v.type_name(), "' has no len()"));
+        case Kind::Undefined:
+            return 0;
+        case Kind::String:
+            return static_cast<int64_t>(unicode::length(v.as_string()));
+        case Kind::List:
+            return static_cast<int64_t>(v.items().size());
+        case Kind::Dict:
+            return static_cast<int64_t>(v.as_dict().size());
+        default:
+            throw EvalError(concat("object of type '", v.type_name(), "' has no len()"));
     }
 }
 
@@ -339,12 +406,14 @@ namespace {
 
 Value missing(const Value& obj, const Value& name) {
     if (name.is_string())
-        return Value::undefined(concat(object_type_repr(obj), " has no attribute '", name.as_string(), "'"));
+        return Value::undefined(
+            concat(object_type_repr(obj), " has no attribute '", name.as_string(), "'"));
     return Value::undefined(concat(object_type_repr(obj), " has no element ", py_repr(name)));
 }
 
 // obj[key] by Python's rules; nullopt where Python raises TypeError/LookupError.
 std::optional<Value> python_getitem(const Value& obj, const Value& key) {
+    if (obj.is_string()) charge_work(obj.as_string().size());  // indexing decodes
     if (obj.is_dict()) {
         const Value* v = obj.as_dict().find(key);
         if (v) return *v;
@@ -397,9 +466,10 @@ Value get_item(const Value& obj, const Value& key) {
 }
 
 Value slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
+    charge_work(work_size(obj));
     if (obj.is_undefined()) fail_undefined(obj);
     const auto bound = [](const Value& v) -> std::optional<int64_t> {
-        if (v.is_undefined() || v.is_none()) return std::nullopt;
+        if (v.is_none()) return std::nullopt;
         if (v.is_int() || v.is_bool()) return v.as_int();
         throw EvalError("slice indices must be integers or None or have an __index__ method");
     };
@@ -446,118 +516,25 @@ std::string html_escape(const std::string& s) {
     out.reserve(s.size());
     for (char c : s) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '\'': out += "&#39;"; break;
-            case '"': out += "&#34;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '\'':
+                out += "&#39;";
+                break;
+            case '"':
+                out += "&#34;";
+                break;
+            default:
+                out += c;
         }
     }
-    return out;
-}
-
-namespace {
-
-// Applies "%-10.3s"-style width and precision (in code points) to a %s/%r conversion.
-std::string pad_text(const std::string& text, const std::string& spec) {
-    const bool left = spec.find('-') != std::string::npos;
-    std::size_t width = 0, precision = std::string::npos;
-    std::size_t i = 1;
-    while (i < spec.size() && !std::isdigit(static_cast<unsigned char>(spec[i])) && spec[i] != '.') ++i;
-    while (i < spec.size() && std::isdigit(static_cast<unsigned char>(spec[i])))
-        width = width * 10 + static_cast<std::size_t>(spec[i++] - '0');
-    if (i < spec.size() && spec[i] == '.') {
-        precision = 0;
-        while (++i < spec.size()) precision = precision * 10 + static_cast<std::size_t>(spec[i] - '0');
-    }
-    std::vector<char32_t> cps = unicode::decode(text);
-    if (precision < cps.size()) cps.resize(precision);
-    std::string body = unicode::encode(cps);
-    const std::string fill(width > cps.size() ? width - cps.size() : 0, ' ');
-    return left ? body + fill : fill + body;
-}
-
-}  // namespace
-
-std::string percent_format(const std::string& fmt, const Value& args) {
-    std::vector<Value> positional;
-    const Dict* mapping = nullptr;
-    if (args.is_tuple()) positional = args.items();
-    else if (args.is_dict()) mapping = &args.as_dict();
-    else positional.push_back(args);
-    std::size_t next = 0;
-    std::string out;
-    for (std::size_t i = 0; i < fmt.size(); ++i) {
-        if (fmt[i] != '%') {
-            out += fmt[i];
-            continue;
-        }
-        if (++i >= fmt.size()) throw EvalError("incomplete format");
-        if (fmt[i] == '%') {
-            out += '%';
-            continue;
-        }
-        const Value* arg = nullptr;
-        if (fmt[i] == '(') {
-            const std::size_t close = fmt.find(')', i);
-            if (close == std::string::npos || mapping == nullptr)
-                throw EvalError("format requires a mapping");
-            arg = mapping->find(std::string_view(fmt).substr(i + 1, close - i - 1));
-            if (arg == nullptr) throw EvalError("format key not found");
-            i = close + 1;
-        }
-        std::string spec = "%";
-        while (i < fmt.size() && std::string_view("-+ #0").find(fmt[i]) != std::string_view::npos)
-            spec += fmt[i++];
-        int digits = 0;
-        while (i < fmt.size() && (std::isdigit(static_cast<unsigned char>(fmt[i])) || fmt[i] == '.')) {
-            if (++digits > 6) throw EvalError("format width too large");
-            spec += fmt[i++];
-        }
-        if (i >= fmt.size()) throw EvalError("incomplete format");
-        const char conv = fmt[i];
-        if (arg == nullptr) {
-            if (next >= positional.size()) throw EvalError("not enough arguments for format string");
-            arg = &positional[next++];
-        }
-        char buf[512];
-        switch (conv) {
-            case 's':
-            case 'r': {
-                out += pad_text(conv == 's' ? py_str(*arg) : py_repr(*arg), spec);
-                break;
-            }
-            case 'd':
-            case 'i':
-            case 'x':
-            case 'X':
-            case 'o': {
-                if (!arg->is_number())
-                    throw EvalError(concat("%", conv, " format: a real number is required, not ",
-                                           arg->type_name()));
-                const long long v = arg->is_float() ? static_cast<long long>(arg->as_float()) : arg->as_int();
-                std::snprintf(buf, sizeof buf, (spec + "ll" + (conv == 'i' ? 'd' : conv)).c_str(), v);
-                out += buf;
-                break;
-            }
-            case 'f':
-            case 'F':
-            case 'e':
-            case 'E':
-            case 'g':
-            case 'G': {
-                if (!arg->is_number())
-                    throw EvalError(concat("must be real number, not ", arg->type_name()));
-                std::snprintf(buf, sizeof buf, (spec + conv).c_str(), arg->as_float());
-                out += buf;
-                break;
-            }
-            default: throw EvalError(concat("unsupported format character '", conv, "'"));
-        }
-    }
-    if (mapping == nullptr && next < positional.size())
-        throw EvalError("not all arguments converted during string formatting");
     return out;
 }
 

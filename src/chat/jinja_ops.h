@@ -10,16 +10,36 @@
 
 namespace minfer::chat::jinja {
 
-// Bounds the bytes and items that one render may create, so that a hostile template cannot
-// exhaust memory or time with repeated concatenation or `*`.
+// Bounds the work of one render: bytes of strings and items of lists that it creates, decodes,
+// copies or searches. A hostile template can thus neither exhaust memory with repeated
+// concatenation or `*` nor spend hours on large strings within its step limit.
 class Budget {
-public:
+  public:
     explicit Budget(uint64_t max_units) : left_(max_units) {}
     // Spends `units` (bytes of string or items of list); throws EvalError when spent.
     void charge(uint64_t units);
 
-private:
+  private:
     uint64_t left_;
+};
+
+// Work accounting: operations whose cost grows with their operands (decoding, copying or
+// searching strings and lists) charge that size to the budget of the render running on this
+// thread, so that a template cannot loop over expensive operations for hours within its step
+// limit. Outside a render (a WorkScope) nothing is charged.
+void charge_work(uint64_t units);
+// Size of a value for work accounting: bytes of a string, items of a list or dict, else 1.
+uint64_t work_size(const Value& v);
+
+class WorkScope {
+  public:
+    explicit WorkScope(Budget& budget);
+    ~WorkScope();
+    WorkScope(const WorkScope&) = delete;
+    WorkScope& operator=(const WorkScope&) = delete;
+
+  private:
+    Budget* previous_;
 };
 
 enum class BinaryOp { Add, Sub, Mul, Div, FloorDiv, Mod, Pow };
@@ -53,7 +73,5 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
 std::string object_type_repr(const Value& v);
 // Escapes &, <, >, ' and " as markupsafe does.
 std::string html_escape(const std::string& s);
-// Python's `fmt % args` for strings (%s %r %d %i %f %x %% with flags, width and precision).
-std::string percent_format(const std::string& fmt, const Value& args);
 
 }  // namespace minfer::chat::jinja

@@ -26,19 +26,26 @@ namespace {
 constexpr int kMaxJsonDepth = 512;
 
 Value convert(const nlohmann::ordered_json& json, int depth) {
-    if (depth > kMaxJsonDepth) throw FormatError(concat("JSON nested deeper than ", kMaxJsonDepth, " levels"));
+    if (depth > kMaxJsonDepth)
+        throw FormatError(concat("JSON nested deeper than ", kMaxJsonDepth, " levels"));
     switch (json.type()) {
         case nlohmann::ordered_json::value_t::null:
-        case nlohmann::ordered_json::value_t::discarded: return Value::none();
-        case nlohmann::ordered_json::value_t::boolean: return Value::boolean(json.get<bool>());
-        case nlohmann::ordered_json::value_t::number_integer: return Value::integer(json.get<int64_t>());
+        case nlohmann::ordered_json::value_t::discarded:
+            return Value::none();
+        case nlohmann::ordered_json::value_t::boolean:
+            return Value::boolean(json.get<bool>());
+        case nlohmann::ordered_json::value_t::number_integer:
+            return Value::integer(json.get<int64_t>());
         case nlohmann::ordered_json::value_t::number_unsigned: {
             const auto u = json.get<uint64_t>();
-            if (u <= static_cast<uint64_t>(INT64_MAX)) return Value::integer(static_cast<int64_t>(u));
+            if (u <= static_cast<uint64_t>(INT64_MAX))
+                return Value::integer(static_cast<int64_t>(u));
             return Value::number(static_cast<double>(u));
         }
-        case nlohmann::ordered_json::value_t::number_float: return Value::number(json.get<double>());
-        case nlohmann::ordered_json::value_t::string: return Value::string(json.get_ref<const std::string&>());
+        case nlohmann::ordered_json::value_t::number_float:
+            return Value::number(json.get<double>());
+        case nlohmann::ordered_json::value_t::string:
+            return Value::string(json.get_ref<const std::string&>());
         case nlohmann::ordered_json::value_t::array: {
             std::vector<Value> items;
             items.reserve(json.size());
@@ -47,16 +54,20 @@ Value convert(const nlohmann::ordered_json& json, int depth) {
         }
         case nlohmann::ordered_json::value_t::object: {
             Dict d;
-            for (const auto& [key, value] : json.items()) d.set(Value::string(key), convert(value, depth + 1));
+            for (const auto& [key, value] : json.items())
+                d.set(Value::string(key), convert(value, depth + 1));
             return Value::dict(std::move(d));
         }
-        case nlohmann::ordered_json::value_t::binary: break;
+        case nlohmann::ordered_json::value_t::binary:
+            break;
     }
     throw FormatError("binary JSON values cannot be passed to a template");
 }
 
 }  // namespace
 
-Value value_from_json(const nlohmann::ordered_json& json) { return convert(json, 0); }
+Value value_from_json(const nlohmann::ordered_json& json) {
+    return convert(json, 0);
+}
 
 }  // namespace minfer::chat::jinja

@@ -18,14 +18,14 @@
 namespace minfer::chat::jinja {
 
 class Template {
-public:
+  public:
     // Throws FormatError "line L, column C: ..." when the source is not a valid template.
     static Template parse(std::string_view source);
     // Throws TemplateError "line L, column C: ..." when rendering fails (including the
     // template's own raise_exception) or exceeds a limit.
     std::string render(const Dict& variables, const RenderOptions& options = {}) const;
 
-private:
+  private:
     std::shared_ptr<const Body> body_;
 };
 

@@ -68,14 +68,20 @@ Value Value::object(std::shared_ptr<Object> o) {
     return v;
 }
 
-double Value::as_float() const { return kind_ == Kind::Float ? float_ : static_cast<double>(int_); }
+double Value::as_float() const {
+    return kind_ == Kind::Float ? float_ : static_cast<double>(int_);
+}
 
 const void* Value::identity() const {
     switch (kind_) {
-        case Kind::List: return list_.get();
-        case Kind::Dict: return dict_.get();
-        case Kind::Object: return obj_.get();
-        default: return nullptr;
+        case Kind::List:
+            return list_.get();
+        case Kind::Dict:
+            return dict_.get();
+        case Kind::Object:
+            return obj_.get();
+        default:
+            return nullptr;
     }
 }
 
@@ -86,31 +92,45 @@ const std::string& Value::undefined_hint() const {
 
 std::string Value::type_name() const {
     switch (kind_) {
-        case Kind::Undefined: return "Undefined";
-        case Kind::None: return "NoneType";
-        case Kind::Bool: return "bool";
-        case Kind::Int: return "int";
-        case Kind::Float: return "float";
-        case Kind::String: return markup_ ? "Markup" : "str";
-        case Kind::List: return list_->is_tuple ? "tuple" : "list";
-        case Kind::Dict: return "dict";
-        case Kind::Object: return obj_->type_name();
+        case Kind::Undefined:
+            return "Undefined";
+        case Kind::None:
+            return "NoneType";
+        case Kind::Bool:
+            return "bool";
+        case Kind::Int:
+            return "int";
+        case Kind::Float:
+            return "float";
+        case Kind::String:
+            return markup_ ? "Markup" : "str";
+        case Kind::List:
+            return list_->is_tuple ? "tuple" : "list";
+        case Kind::Dict:
+            return "dict";
+        case Kind::Object:
+            return obj_->type_name();
     }
     return "object";
 }
 
 std::optional<std::string> hash_key(const Value& key) {
     switch (key.kind()) {
-        case Kind::None: return std::string("N");
+        case Kind::Undefined:  // jinja2's Undefined is hashable (all alike)
+            return std::string("U");
+        case Kind::None:
+            return std::string("N");
         case Kind::Bool:
-        case Kind::Int: return concat("n", key.as_int());
+        case Kind::Int:
+            return concat("n", key.as_int());
         case Kind::Float: {
             const double f = key.as_float();
             if (std::isfinite(f) && f == std::trunc(f) && std::fabs(f) < 9.2e18)
                 return concat("n", static_cast<int64_t>(f));
             return concat("f", float_repr(f));
         }
-        case Kind::String: return concat("s", key.as_string());
+        case Kind::String:
+            return concat("s", key.as_string());
         case Kind::List: {
             if (!key.is_tuple()) return std::nullopt;
             std::string out = "t(";
@@ -121,7 +141,8 @@ std::optional<std::string> hash_key(const Value& key) {
             }
             return out + ")";
         }
-        default: return std::nullopt;
+        default:
+            return std::nullopt;
     }
 }
 
@@ -141,13 +162,19 @@ void Dict::set(const Value& key, Value value) {
     const auto h = hash_key(key);
     if (!h) throw EvalError(concat("unhashable type: '", key.type_name(), "'"));
     const auto [it, inserted] = index_.emplace(*h, entries_.size());
-    if (inserted) entries_.emplace_back(key, std::move(value));
-    else entries_[it->second].second = std::move(value);
+    if (inserted)
+        entries_.emplace_back(key, std::move(value));
+    else
+        entries_[it->second].second = std::move(value);
 }
 
-std::string Object::repr() const { return concat("<", type_name(), " object>"); }
+std::string Object::repr() const {
+    return concat("<", type_name(), " object>");
+}
 
-std::optional<Value> Object::get_attr(std::string_view) const { return std::nullopt; }
+std::optional<Value> Object::get_attr(std::string_view) const {
+    return std::nullopt;
+}
 
 Value Object::call(Interpreter&, CallArgs&) {
     throw EvalError(concat("'", type_name(), "' object is not callable"));
@@ -159,7 +186,9 @@ Value make_function(std::string name, Function::Body body) {
     return Value::object(std::make_shared<Function>(std::move(name), std::move(body)));
 }
 
-std::string Namespace::repr() const { return concat("<Namespace ", py_repr(Value::dict(attrs_)), ">"); }
+std::string Namespace::repr() const {
+    return concat("<Namespace ", py_repr(Value::dict(attrs_)), ">");
+}
 
 std::optional<Value> Namespace::get_attr(std::string_view name) const {
     const Value* v = attrs_.find(name);
@@ -187,7 +216,8 @@ std::vector<std::optional<Value>> bind_args(std::string_view function, const Cal
         while (i < params.size() && params[i] != name) ++i;
         if (i == params.size())
             throw EvalError(concat(function, "() got an unexpected keyword argument '", name, "'"));
-        if (bound[i]) throw EvalError(concat(function, "() got multiple values for argument '", name, "'"));
+        if (bound[i])
+            throw EvalError(concat(function, "() got multiple values for argument '", name, "'"));
         bound[i] = value;
     }
     return bound;

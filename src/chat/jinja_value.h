@@ -22,7 +22,7 @@ namespace minfer::chat::jinja {
 // A failure while evaluating (Python's TypeError, UndefinedError, ...), not yet tied to a
 // template position; the interpreter turns it into a TemplateError with line and column.
 class EvalError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
@@ -45,7 +45,7 @@ struct CallArgs {
 enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Object };
 
 class Value {
-public:
+  public:
     Value() = default;  // undefined, without a hint
 
     // `hint` says why it is undefined ("'x' is undefined"); used when it is misused.
@@ -66,7 +66,9 @@ public:
     bool is_int() const { return kind_ == Kind::Int; }
     bool is_float() const { return kind_ == Kind::Float; }
     // int, float or bool (Python's numbers.Number)
-    bool is_number() const { return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool; }
+    bool is_number() const {
+        return kind_ == Kind::Int || kind_ == Kind::Float || kind_ == Kind::Bool;
+    }
     bool is_string() const { return kind_ == Kind::String; }
     bool is_markup() const { return kind_ == Kind::String && markup_; }
     bool is_list() const { return kind_ == Kind::List; }  // list or tuple
@@ -75,8 +77,8 @@ public:
     bool is_object() const { return kind_ == Kind::Object; }
 
     bool as_bool() const { return int_ != 0; }
-    int64_t as_int() const { return int_; }    // Int or Bool
-    double as_float() const;                    // Int, Bool or Float
+    int64_t as_int() const { return int_; }                 // Int or Bool
+    double as_float() const;                                // Int, Bool or Float
     const std::string& as_string() const { return *str_; }  // String; Undefined: its hint
     const std::vector<Value>& items() const { return list_->items; }
     const Dict& as_dict() const { return *dict_; }
@@ -88,7 +90,7 @@ public:
     // Python's type name: 'str', 'int', 'list', 'dict', 'NoneType', 'Undefined', ...
     std::string type_name() const;
 
-private:
+  private:
     Kind kind_ = Kind::Undefined;
     bool markup_ = false;
     int64_t int_ = 0;
@@ -102,7 +104,7 @@ private:
 // An insertion-ordered dict. Keys are hashable values (None, bool, int, float, str, tuple);
 // like Python, 1, 1.0 and True are the same key.
 class Dict {
-public:
+  public:
     const Value* find(const Value& key) const;
     const Value* find(std::string_view key) const;
     void set(const Value& key, Value value);  // throws EvalError for an unhashable key
@@ -110,7 +112,7 @@ public:
     bool empty() const { return entries_.empty(); }
     const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
 
-private:
+  private:
     std::vector<std::pair<Value, Value>> entries_;
     std::unordered_map<std::string, std::size_t> index_;
 };
@@ -121,7 +123,7 @@ std::optional<std::string> hash_key(const Value& key);
 // Anything that is not plain data: namespaces, loop contexts, macros, builtin functions,
 // bound methods, generators.
 class Object {
-public:
+  public:
     virtual ~Object() = default;
     virtual std::string type_name() const = 0;
     virtual std::string repr() const;
@@ -135,7 +137,7 @@ public:
 
 // A builtin function or bound method.
 class Function : public Object {
-public:
+  public:
     using Body = std::function<Value(Interpreter&, CallArgs&)>;
     Function(std::string name, Body body) : name_(std::move(name)), body_(std::move(body)) {}
     std::string type_name() const override { return "builtin_function_or_method"; }
@@ -143,7 +145,7 @@ public:
     bool is_callable() const override { return true; }
     Value call(Interpreter& interp, CallArgs& args) override { return body_(interp, args); }
 
-private:
+  private:
     std::string name_;
     Body body_;
 };
@@ -151,22 +153,24 @@ Value make_function(std::string name, Function::Body body);
 
 // jinja2's namespace(): the one mutable object, whose attributes `set ns.x = ...` assigns.
 class Namespace : public Object {
-public:
+  public:
     std::string type_name() const override { return "Namespace"; }
     std::string repr() const override;
     std::optional<Value> get_attr(std::string_view name) const override;
-    void set_attr(const std::string& name, Value value) { attrs_.set(Value::string(name), std::move(value)); }
+    void set_attr(const std::string& name, Value value) {
+        attrs_.set(Value::string(name), std::move(value));
+    }
     void visit_children(const std::function<void(const Value&)>& visit) const override;
     const Dict& attrs() const { return attrs_; }
 
-private:
+  private:
     Dict attrs_;
 };
 
 // The result of a lazy Python iterator (select, map, reverse, ...): iterable once, truthy, with
 // no length; tojson refuses it. `python_type` is e.g. "generator".
 class IteratorObject : public Object {
-public:
+  public:
     IteratorObject(std::vector<Value> items, std::string python_type)
         : items_(std::move(items)), python_type_(std::move(python_type)) {}
     std::string type_name() const override { return python_type_; }
@@ -175,7 +179,7 @@ public:
     std::vector<Value> take() { return std::exchange(items_, {}); }
     void visit_children(const std::function<void(const Value&)>& visit) const override;
 
-private:
+  private:
     std::vector<Value> items_;
     std::string python_type_;
 };

@@ -41,9 +41,15 @@ void repr_sequence(std::string& out, const Value& v, int depth) {
 void repr_into(std::string& out, const Value& v, int depth) {
     check_depth(depth);
     switch (v.kind()) {
-        case Kind::Undefined: out += "Undefined"; return;
-        case Kind::String: out += string_repr(v.as_string()); return;
-        case Kind::List: repr_sequence(out, v, depth); return;
+        case Kind::Undefined:
+            out += "Undefined";
+            return;
+        case Kind::String:
+            out += string_repr(v.as_string());
+            return;
+        case Kind::List:
+            repr_sequence(out, v, depth);
+            return;
         case Kind::Dict: {
             out += '{';
             bool first = true;
@@ -57,7 +63,9 @@ void repr_into(std::string& out, const Value& v, int depth) {
             out += '}';
             return;
         }
-        default: out += py_str(v); return;
+        default:
+            out += py_str(v);
+            return;
     }
 }
 
@@ -65,14 +73,29 @@ void json_string(std::string& out, const std::string& s, bool ensure_ascii) {
     out += '"';
     for (char32_t cp : unicode::decode(s)) {
         switch (cp) {
-            case '"': out += "\\\""; continue;
-            case '\\': out += "\\\\"; continue;
-            case '\n': out += "\\n"; continue;
-            case '\r': out += "\\r"; continue;
-            case '\t': out += "\\t"; continue;
-            case '\b': out += "\\b"; continue;
-            case '\f': out += "\\f"; continue;
-            default: break;
+            case '"':
+                out += "\\\"";
+                continue;
+            case '\\':
+                out += "\\\\";
+                continue;
+            case '\n':
+                out += "\\n";
+                continue;
+            case '\r':
+                out += "\\r";
+                continue;
+            case '\t':
+                out += "\\t";
+                continue;
+            case '\b':
+                out += "\\b";
+                continue;
+            case '\f':
+                out += "\\f";
+                continue;
+            default:
+                break;
         }
         if (cp < 0x20 || (ensure_ascii && cp > 0x7E)) {
             if (cp >= 0x10000) {
@@ -101,13 +124,19 @@ std::string json_float(double f) {
 // A dict key as json.dumps converts it.
 std::string json_key(const Value& key) {
     switch (key.kind()) {
-        case Kind::String: return key.as_string();
-        case Kind::Bool: return key.as_bool() ? "true" : "false";
-        case Kind::Int: return std::to_string(key.as_int());
-        case Kind::Float: return json_float(key.as_float());
-        case Kind::None: return "null";
+        case Kind::String:
+            return key.as_string();
+        case Kind::Bool:
+            return key.as_bool() ? "true" : "false";
+        case Kind::Int:
+            return std::to_string(key.as_int());
+        case Kind::Float:
+            return json_float(key.as_float());
+        case Kind::None:
+            return "null";
         default:
-            throw EvalError(concat("keys must be str, int, float, bool or None, not ", key.type_name()));
+            throw EvalError(
+                concat("keys must be str, int, float, bool or None, not ", key.type_name()));
     }
 }
 
@@ -123,15 +152,30 @@ struct JsonWriter {
     void write(const Value& v, int depth) {
         check_depth(depth);
         switch (v.kind()) {
-            case Kind::None: out += "null"; return;
-            case Kind::Bool: out += v.as_bool() ? "true" : "false"; return;
-            case Kind::Int: out += std::to_string(v.as_int()); return;
-            case Kind::Float: out += json_float(v.as_float()); return;
-            case Kind::String: json_string(out, v.as_string(), options.ensure_ascii); return;
-            case Kind::List: write_list(v.items(), depth); return;
-            case Kind::Dict: write_dict(v.as_dict(), depth); return;
+            case Kind::None:
+                out += "null";
+                return;
+            case Kind::Bool:
+                out += v.as_bool() ? "true" : "false";
+                return;
+            case Kind::Int:
+                out += std::to_string(v.as_int());
+                return;
+            case Kind::Float:
+                out += json_float(v.as_float());
+                return;
+            case Kind::String:
+                json_string(out, v.as_string(), options.ensure_ascii);
+                return;
+            case Kind::List:
+                write_list(v.items(), depth);
+                return;
+            case Kind::Dict:
+                write_dict(v.as_dict(), depth);
+                return;
             default:
-                throw EvalError(concat("Object of type ", v.type_name(), " is not JSON serializable"));
+                throw EvalError(
+                    concat("Object of type ", v.type_name(), " is not JSON serializable"));
         }
     }
 
@@ -256,15 +300,23 @@ std::string py_repr(const Value& v) {
 
 std::string py_str(const Value& v) {
     switch (v.kind()) {
-        case Kind::Undefined: return "";
-        case Kind::None: return "None";
-        case Kind::Bool: return v.as_bool() ? "True" : "False";
-        case Kind::Int: return std::to_string(v.as_int());
-        case Kind::Float: return float_repr(v.as_float());
-        case Kind::String: return v.as_string();
+        case Kind::Undefined:
+            return "";
+        case Kind::None:
+            return "None";
+        case Kind::Bool:
+            return v.as_bool() ? "True" : "False";
+        case Kind::Int:
+            return std::to_string(v.as_int());
+        case Kind::Float:
+            return float_repr(v.as_float());
+        case Kind::String:
+            return v.as_string();
         case Kind::List:
-        case Kind::Dict: return py_repr(v);
-        case Kind::Object: return v.as_object().repr();
+        case Kind::Dict:
+            return py_repr(v);
+        case Kind::Object:
+            return v.as_object().repr();
     }
     return "";
 }

@@ -50,9 +50,9 @@ struct CaseRange {
     int32_t delta;
 };
 constexpr CaseRange kOffsetRanges[] = {
-    {0x41, 0x5A, 32},     {0xC0, 0xD6, 32},     {0xD8, 0xDE, 32},     {0x391, 0x3A1, 32},
-    {0x3A3, 0x3AB, 32},   {0x388, 0x38A, 37},   {0x410, 0x42F, 32},   {0x400, 0x40F, 80},
-    {0x531, 0x556, 48},   {0xFF21, 0xFF3A, 32}, {0x386, 0x386, 38},   {0x38C, 0x38C, 64},
+    {0x41, 0x5A, 32},   {0xC0, 0xD6, 32},     {0xD8, 0xDE, 32},   {0x391, 0x3A1, 32},
+    {0x3A3, 0x3AB, 32}, {0x388, 0x38A, 37},   {0x410, 0x42F, 32}, {0x400, 0x40F, 80},
+    {0x531, 0x556, 48}, {0xFF21, 0xFF3A, 32}, {0x386, 0x386, 38}, {0x38C, 0x38C, 64},
     {0x38E, 0x38F, 63},
 };
 // Alternating pairs: even code point upper, next lower (or odd upper when `odd_upper`).
@@ -61,8 +61,8 @@ struct PairRange {
     bool odd_upper;
 };
 constexpr PairRange kPairRanges[] = {
-    {0x100, 0x12F, false}, {0x132, 0x137, false}, {0x139, 0x148, true},  {0x14A, 0x177, false},
-    {0x179, 0x17E, true},  {0x460, 0x481, false}, {0x48A, 0x4BF, false}, {0x4C1, 0x4CE, true},
+    {0x100, 0x12F, false}, {0x132, 0x137, false},   {0x139, 0x148, true},    {0x14A, 0x177, false},
+    {0x179, 0x17E, true},  {0x460, 0x481, false},   {0x48A, 0x4BF, false},   {0x4C1, 0x4CE, true},
     {0x4D0, 0x52F, false}, {0x1E00, 0x1E95, false}, {0x1EA0, 0x1EFF, false},
 };
 
@@ -166,9 +166,9 @@ bool is_valid_utf8(std::string_view text) {
 }
 
 bool is_space(char32_t cp) {
-    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 ||
-           cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
-           cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
+           cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+           cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 bool is_line_break(char32_t cp) {
@@ -182,15 +182,17 @@ bool is_printable(char32_t cp) {
     if (cp == 0x1680 || cp == 0x180E || (cp >= 0x2000 && cp <= 0x200F)) return false;
     if ((cp >= 0x2028 && cp <= 0x202F) || (cp >= 0x205F && cp <= 0x206F) || cp == 0x3000)
         return false;
-    if ((cp >= 0xD800 && cp <= 0xF8FF) || cp == 0xFEFF || (cp >= 0xFFF0 && cp <= 0xFFFB)) return false;
+    if ((cp >= 0xD800 && cp <= 0xF8FF) || cp == 0xFEFF || (cp >= 0xFFF0 && cp <= 0xFFFB))
+        return false;
     if (cp == 0xFFFE || cp == 0xFFFF || (cp >= 0xE0000 && cp <= 0xE007F) || cp >= 0xF0000)
         return false;
     return true;
 }
 
 bool is_word_char(char32_t cp) {
-    if (cp < 0x80) return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') ||
-                          (cp >= 'A' && cp <= 'Z') || cp == '_';
+    if (cp < 0x80)
+        return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') ||
+               cp == '_';
     if (cp <= 0xBF)
         return cp == 0xAA || cp == 0xB2 || cp == 0xB3 || cp == 0xB5 || cp == 0xB9 || cp == 0xBA ||
                (cp >= 0xBC && cp <= 0xBE);
@@ -229,8 +231,10 @@ std::string capitalize(std::string_view text) {
     bool first = true;
     for (std::size_t i = 0; i < text.size();) {
         const char32_t cp = decode_one(text, i);
-        if (first) append_upper(out, cp);
-        else append_lower(out, cp);
+        if (first)
+            append_upper(out, cp);
+        else
+            append_lower(out, cp);
         first = false;
     }
     return out;
@@ -242,8 +246,10 @@ std::string python_title(std::string_view text) {
     bool previous_cased = false;
     for (std::size_t i = 0; i < text.size();) {
         const char32_t cp = decode_one(text, i);
-        if (previous_cased) append_lower(out, cp);
-        else append_upper(out, cp);
+        if (previous_cased)
+            append_lower(out, cp);
+        else
+            append_upper(out, cp);
         previous_cased = is_cased(cp);
     }
     return out;

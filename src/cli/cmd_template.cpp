@@ -54,14 +54,17 @@ void run(const TemplateOptions& o) {
     chat::ChatInputs in;
     if (!o.messages_file.empty()) {
         in.messages = read_json_file(o.messages_file, "messages");
-        if (!in.messages.is_array()) throw UsageError(concat("--messages file '", o.messages_file, "' must hold a JSON list"));
+        if (!in.messages.is_array())
+            throw UsageError(
+                concat("--messages file '", o.messages_file, "' must hold a JSON list"));
     } else {
         if (!o.system.empty()) in.messages.push_back({{"role", "system"}, {"content", o.system}});
         in.messages.push_back({{"role", "user"}, {"content", o.user}});
     }
     if (!o.tools_file.empty()) {
         in.tools = read_json_file(o.tools_file, "tools");
-        if (!in.tools.is_array()) throw UsageError(concat("--tools file '", o.tools_file, "' must hold a JSON list"));
+        if (!in.tools.is_array())
+            throw UsageError(concat("--tools file '", o.tools_file, "' must hold a JSON list"));
     }
     in.add_generation_prompt = !o.no_generation_prompt;
     if (!o.now.empty()) in.now = parse_now(o.now);
@@ -82,20 +85,28 @@ void run(const TemplateOptions& o) {
 
 void add_template_command(CLI::App& app) {
     auto options = std::make_shared<TemplateOptions>();
-    CLI::App* cmd = app.add_subcommand(
-        "template", "Print the prompt a model's chat template makes of a conversation (exactly, no newline added)");
-    cmd->add_option("model", options->model, "GGUF model file (or a folder holding one)")->required();
-    auto* messages = cmd->add_option("--messages", options->messages_file, "JSON file: a list of OpenAI-style messages");
-    auto* user = cmd->add_option("--user", options->user, "The user's message (instead of --messages)");
+    CLI::App* cmd = app.add_subcommand("template",
+                                       "Print the prompt a model's chat template makes of a "
+                                       "conversation (exactly, no newline added)");
+    cmd->add_option("model", options->model, "GGUF model file (or a folder holding one)")
+        ->required();
+    auto* messages = cmd->add_option("--messages", options->messages_file,
+                                     "JSON file: a list of OpenAI-style messages");
+    auto* user =
+        cmd->add_option("--user", options->user, "The user's message (instead of --messages)");
     cmd->add_option("--system", options->system, "A system message before --user")->needs(user);
     messages->excludes(user);
-    cmd->add_option("--tools", options->tools_file, "JSON file: a list of tool (function) definitions");
+    cmd->add_option("--tools", options->tools_file,
+                    "JSON file: a list of tool (function) definitions");
     cmd->add_flag("--no-generation-prompt", options->no_generation_prompt,
                   "Do not open the assistant's turn at the end");
-    cmd->add_option("--template", options->template_file, "Jinja file replacing the model's chat template");
-    cmd->add_option("--now", options->now, "Fix the clock strftime_now reads, e.g. 2024-07-26T10:30:00");
+    cmd->add_option("--template", options->template_file,
+                    "Jinja file replacing the model's chat template");
+    cmd->add_option("--now", options->now,
+                    "Fix the clock strftime_now reads, e.g. 2024-07-26T10:30:00");
     cmd->callback([options, messages, user] {
-        if (messages->count() == 0 && user->count() == 0) throw UsageError("give --messages FILE or --user TEXT");
+        if (messages->count() == 0 && user->count() == 0)
+            throw UsageError("give --messages FILE or --user TEXT");
         run(*options);
     });
 }

@@ -80,3 +80,48 @@ TEST(FixtureRenders, EveryTemplateAndCaseMatchesJinja2) {
 
 }  // namespace
 }  // namespace minfer::chat
+
+namespace minfer::chat {
+namespace {
+
+// More conversations (reasoning in an assistant turn, content given as parts, tool-call
+// arguments as a JSON string) through every fixture template, expected outputs from jinja2.
+struct VariantCase {
+    const char* template_name;
+    const char* messages;
+    const char* expected;  // the output, or jinja2's error when `fails`
+    bool fails;
+};
+
+const VariantCase kVariants[] = {
+#include "fixture_variants_cases.inc"
+};
+
+TEST(FixtureRenders, MoreConversationsMatchJinja2) {
+    MINFER_REQUIRE_FIXTURE(templates, "templates");
+    int passed = 0;
+    for (const VariantCase& c : kVariants) {
+        SCOPED_TRACE(std::string(c.template_name) + " " + c.messages);
+        const ChatTemplate tmpl = ChatTemplate::parse(read_text(templates / c.template_name));
+        ChatInputs in;
+        in.messages = nlohmann::ordered_json::parse(c.messages);
+        in.bos_token = "<s>";
+        in.eos_token = "</s>";
+        in.now = parse_clock("2024-07-26T10:30:00");
+        try {
+            const std::string out = tmpl.render(in);
+            if (c.fails)
+                ADD_FAILURE() << "expected an error like '" << c.expected << "', got:\n" << out;
+            else
+                EXPECT_EQ(out, c.expected);
+            passed += !c.fails && out == c.expected;
+        } catch (const Error& e) {
+            if (!c.fails) ADD_FAILURE() << "unexpected error: " << e.what();
+            passed += c.fails;
+        }
+    }
+    EXPECT_EQ(passed, static_cast<int>(std::size(kVariants)));
+}
+
+}  // namespace
+}  // namespace minfer::chat

@@ -1,0 +1,58 @@
+// Chat-template speed: parsing a real template, and rendering the fixture's "tools" conversation
+// with it (the prompt is built once per request, so this is latency, not throughput).
+
+#include <benchmark/benchmark.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "chat/chat_template.h"
+
+namespace {
+
+std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+const std::string kTemplates = std::string(MINFER_SHARED_DIR) + "/fixtures/templates/";
+
+void parse_template(benchmark::State& state, const char* name) {
+    const std::string source = read_text(kTemplates + name);
+    if (source.empty()) return state.SkipWithError("fixture templates missing");
+    for (auto _ : state) benchmark::DoNotOptimize(minfer::chat::ChatTemplate::parse(source));
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * source.size()));
+}
+
+void render_tools_case(benchmark::State& state, const char* name) {
+    const std::string source = read_text(kTemplates + name);
+    const std::string renders = read_text(kTemplates + "renders.json");
+    if (source.empty() || renders.empty()) return state.SkipWithError("fixture templates missing");
+    const auto cases = nlohmann::ordered_json::parse(renders)["cases"];
+    const auto tmpl = minfer::chat::ChatTemplate::parse(source);
+    minfer::chat::ChatInputs in;
+    in.messages = cases["tools"]["messages"];
+    in.tools = cases["tools"]["tools"];
+    std::size_t bytes = 0;
+    for (auto _ : state) {
+        const std::string out = tmpl.render(in);
+        bytes += out.size();
+        benchmark::DoNotOptimize(out.data());
+    }
+    state.SetBytesProcessed(static_cast<int64_t>(bytes));
+}
+
+BENCHMARK_CAPTURE(parse_template, qwen2_5, "Qwen-Qwen2.5-7B-Instruct.jinja");
+BENCHMARK_CAPTURE(parse_template, command_r7b,
+                  "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja");
+BENCHMARK_CAPTURE(render_tools_case, qwen2_5, "Qwen-Qwen2.5-7B-Instruct.jinja");
+BENCHMARK_CAPTURE(render_tools_case, llama3_1, "meta-llama-Llama-3.1-8B-Instruct.jinja");
+BENCHMARK_CAPTURE(render_tools_case, command_r7b,
+                  "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja");
+
+}  // namespace
+
+BENCHMARK_MAIN();
