@@ -215,7 +215,7 @@ void add_bench_command(CLI::App& app) {
         const uint64_t per_token = model->bytes_per_token();
         std::printf("\nDecode roofline: %s of weights read per token\n", format_mib(per_token).c_str());
         for (int threads : o->threads) {
-            ThreadPool pool(threads);
+            ThreadPool pool(threads, /*pin_threads=*/true);
             const double bandwidth = measure_read_bandwidth(pool);
             for (const auto& r : results) {
                 if (r.threads != threads || r.n_gen == 0) continue;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "core/half.h"
 #include "kernels/activation_quant.h"
@@ -22,15 +21,32 @@ float dot_q8_0(const block_q8_0* a, const block_q8_0* b, int64_t n) {
     return sum;
 }
 
-// out += weight * (a cache row of n values).
-void add_weighted_row(GgmlType type, float weight, const std::byte* src, float* out, int64_t n) {
-    switch (type) {
-        case GgmlType::F32: axpy_f32(weight, reinterpret_cast<const float*>(src), out, n); break;
-        case GgmlType::F16: axpy_f16(weight, reinterpret_cast<const uint16_t*>(src), out, n); break;
-        default: {
-            const auto* b = reinterpret_cast<const block_q8_0*>(src);
-            for (int64_t i = 0; i < n; ++i) out[i] += weight * f16_to_f32(b[i / QK8_0].d) * b[i / QK8_0].qs[i % QK8_0];
-        }
+// One query head over a q8_0 cache: the query is quantized to q8_0 (ggml's dot type for q8_0).
+void attend_head_q8_0(const AttentionShape& s, const KvCache& kv, int layer, int64_t kv_head, int64_t n_keys,
+                      const float* q, float* out, AttentionWorkspace& ws) {
+    const std::size_t k_head_bytes = row_size(GgmlType::Q8_0, s.head_dim_k);
+    const std::size_t v_head_bytes = row_size(GgmlType::Q8_0, s.head_dim_v);
+    ws.scores.resize(static_cast<std::size_t>(n_keys));
+    ws.q_q8.resize(k_head_bytes);
+    const auto* q8 = reinterpret_cast<block_q8_0*>(ws.q_q8.data());
+    quantize_activations_q8_0(q, reinterpret_cast<block_q8_0*>(ws.q_q8.data()), s.head_dim_k);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim_k));
+    float max_score = -INFINITY;
+    for (int64_t p = 0; p < n_keys; ++p) {
+        const auto* k = reinterpret_cast<const block_q8_0*>(kv.k_row(layer, p) + static_cast<std::size_t>(kv_head) * k_head_bytes);
+        ws.scores[static_cast<std::size_t>(p)] = dot_q8_0(q8, k, s.head_dim_k) * scale;
+        max_score = std::max(max_score, ws.scores[static_cast<std::size_t>(p)]);
+    }
+    double sum = 0.0;
+    for (auto& e : ws.scores) {
+        e = std::exp(e - max_score);
+        sum += e;
+    }
+    std::fill(out, out + s.head_dim_v, 0.0f);
+    for (int64_t p = 0; p < n_keys; ++p) {
+        const float weight = static_cast<float>(ws.scores[static_cast<std::size_t>(p)] / sum);
+        const auto* b = reinterpret_cast<const block_q8_0*>(kv.v_row(layer, p) + static_cast<std::size_t>(kv_head) * v_head_bytes);
+        for (int64_t i = 0; i < s.head_dim_v; ++i) out[i] += weight * f16_to_f32(b[i / QK8_0].d) * b[i / QK8_0].qs[i % QK8_0];
     }
 }
 
@@ -40,57 +56,34 @@ void quantize_kv_row_q8_0(const float* x, std::byte* dst, int64_t n) {
     quantize_activations_q8_0(x, reinterpret_cast<block_q8_0*>(dst), n);
 }
 
-void attend_one_head(const AttentionShape& s, const KvCache& kv, int layer, int64_t head, int64_t pos,
-                     const float* q, float* out, AttentionWorkspace& ws) {
-    const int64_t kv_head = head / (s.n_head / s.n_head_kv);
+void attend_kv_group(const AttentionShape& s, const KvCache& kv, int layer, int64_t kv_head, int64_t pos,
+                     const float* q_token, float* out_token, AttentionWorkspace& ws) {
+    const int64_t group = s.group();
+    const float* q = q_token + kv_head * group * s.head_dim_k;
+    float* out = out_token + kv_head * group * s.head_dim_v;
     const int64_t n_keys = pos + 1;
-    const GgmlType type = kv.type();
-    ws.scores.resize(static_cast<std::size_t>(kv.n_ctx()));
-    const std::size_t k_head_bytes = row_size(type, s.head_dim_k);
-    const std::size_t v_head_bytes = row_size(type, s.head_dim_v);
-
-    // Scores: q . k for every cached position, with q rounded as ggml rounds it for this type.
-    if (type == GgmlType::F16) {
-        ws.q_f16.resize(static_cast<std::size_t>(s.head_dim_k));
-        convert_f32_to_f16(q, ws.q_f16.data(), s.head_dim_k);
-    } else if (type == GgmlType::Q8_0) {
-        ws.q_q8.resize(row_size(GgmlType::Q8_0, s.head_dim_k));
-        quantize_activations_q8_0(q, reinterpret_cast<block_q8_0*>(ws.q_q8.data()), s.head_dim_k);
-    }
-    const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim_k));
-    float max_score = -INFINITY;
-    for (int64_t p = 0; p < n_keys; ++p) {
-        const std::byte* k = kv.k_row(layer, p) + static_cast<std::size_t>(kv_head) * k_head_bytes;
-        float dot;
-        if (type == GgmlType::F16) {
-            dot = dot_f16(ws.q_f16.data(), reinterpret_cast<const uint16_t*>(k), s.head_dim_k);
-        } else if (type == GgmlType::Q8_0) {
-            dot = dot_q8_0(reinterpret_cast<const block_q8_0*>(ws.q_q8.data()),
-                           reinterpret_cast<const block_q8_0*>(k), s.head_dim_k);
-        } else {
-            dot = dot_f32(q, reinterpret_cast<const float*>(k), s.head_dim_k);
+    if (kv.type() == GgmlType::Q8_0) {
+        for (int64_t m = 0; m < group; ++m) {
+            attend_head_q8_0(s, kv, layer, kv_head, n_keys, q + m * s.head_dim_k, out + m * s.head_dim_v, ws);
         }
-        const float score = dot * scale;
-        ws.scores[static_cast<std::size_t>(p)] = score;
-        max_score = std::max(max_score, score);
+        return;
     }
-
-    // Softmax (sum in double, as ggml) and the weighted sum of values.
-    double sum = 0.0;
-    for (int64_t p = 0; p < n_keys; ++p) {
-        const float e = std::exp(ws.scores[static_cast<std::size_t>(p)] - max_score);
-        ws.scores[static_cast<std::size_t>(p)] = e;
-        sum += e;
-    }
-    const float inv_sum = static_cast<float>(1.0 / sum);
-    std::fill(out, out + s.head_dim_v, 0.0f);
-    for (int64_t p = 0; p < n_keys; ++p) {
-        float weight = ws.scores[static_cast<std::size_t>(p)] * inv_sum;
-        // ggml multiplies V by the probabilities converted to V's dot type: f16 for an f16 cache.
-        if (type == GgmlType::F16) weight = f16_to_f32(f32_to_f16(weight));
-        add_weighted_row(type, weight, kv.v_row(layer, p) + static_cast<std::size_t>(kv_head) * v_head_bytes, out,
-                         s.head_dim_v);
-    }
+    AttentionGroup a;
+    a.q = q;
+    a.q_stride = s.head_dim_k;
+    a.group = group;
+    a.f16 = kv.type() == GgmlType::F16;
+    a.k = kv.k_row(layer, 0) + static_cast<std::size_t>(kv_head) * row_size(kv.type(), s.head_dim_k);
+    a.v = kv.v_row(layer, 0) + static_cast<std::size_t>(kv_head) * row_size(kv.type(), s.head_dim_v);
+    a.k_stride = kv.k_row_bytes();
+    a.v_stride = kv.v_row_bytes();
+    a.n_keys = n_keys;
+    a.head_dim_k = s.head_dim_k;
+    a.head_dim_v = s.head_dim_v;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim_k));
+    a.out = out;
+    a.out_stride = s.head_dim_v;
+    attend_group(a, ws.kernel);
 }
 
 }  // namespace minfer

@@ -189,18 +189,18 @@ private:
         const AttentionShape shape{hp_.n_head, hp_.n_head_kv, hp_.head_dim_k, hp_.head_dim_v};
         const float* q = buf(Buf::Q);
         float* out = buf(op.dst);
-        const int64_t tasks = op.rows * hp_.n_head;
+        // One task per (token, K/V head): the query heads of a group share every K and V row.
+        // Later tokens attend to more positions, so threads take tasks round robin.
+        const int64_t tasks = op.rows * hp_.n_head_kv;
         const auto work = [&](int thread, int n_threads) {
             AttentionWorkspace& ws = attention_[static_cast<std::size_t>(thread)];
-            for (int64_t task = tasks * thread / n_threads; task < tasks * (thread + 1) / n_threads; ++task) {
-                const int64_t t = task / hp_.n_head;
-                const int64_t head = task % hp_.n_head;
-                attend_one_head(shape, kv_, op.layer, head, g.positions[static_cast<std::size_t>(t)],
-                                q + t * hp_.q_width() + head * hp_.head_dim_k,
-                                out + t * hp_.attn_out_width() + head * hp_.head_dim_v, ws);
+            for (int64_t task = thread; task < tasks; task += n_threads) {
+                const int64_t t = task / hp_.n_head_kv;
+                attend_kv_group(shape, kv_, op.layer, task % hp_.n_head_kv, g.positions[static_cast<std::size_t>(t)],
+                                q + t * hp_.q_width(), out + t * hp_.attn_out_width(), ws);
             }
         };
-        if (pool_.size() == 1) {
+        if (pool_.size() == 1 || tasks == 1) {
             work(0, 1);
         } else {
             pool_.run(work);

@@ -1,0 +1,46 @@
+#pragma once
+// Causal attention of the query heads that share one K/V head (grouped-query attention) over a
+// KV cache of f16 or f32 rows, with ggml's arithmetic for attention without flash-attention (what
+// llama.cpp's reference outputs used): for an f16 cache the queries are rounded to f16 before the
+// Q·K dot products, scores are scaled, the softmax is taken over all keys, and the probabilities
+// are rounded to f16 before they weigh V. One call handles one token's group of heads, so every
+// K and V row is read and converted once for the whole group.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace minfer {
+
+struct AttentionGroup {
+    const float* q = nullptr;      // [group] query heads, head_dim_k values each, q_stride apart
+    int64_t q_stride = 0;          // floats
+    int64_t group = 1;             // query heads sharing this K/V head
+    const void* k = nullptr;       // K row of position 0 of this K/V head
+    const void* v = nullptr;       // V row of position 0
+    std::size_t k_stride = 0;      // bytes from one position's row to the next
+    std::size_t v_stride = 0;
+    bool f16 = true;               // cache rows are f16 (else f32)
+    int64_t n_keys = 0;            // positions 0 .. n_keys-1 are attended
+    int64_t head_dim_k = 0;
+    int64_t head_dim_v = 0;
+    float scale = 1.0f;            // applied to the Q·K dot products
+    float* out = nullptr;          // [group] outputs, head_dim_v values each, out_stride apart
+    int64_t out_stride = 0;
+};
+
+// Working memory, one per thread; grows to the largest call.
+class AttentionScratch {
+public:
+    float* reserve(std::size_t floats) {
+        if (buffer_.size() < floats) buffer_.resize(floats);
+        return buffer_.data();
+    }
+
+private:
+    std::vector<float> buffer_;
+};
+
+void attend_group(const AttentionGroup& a, AttentionScratch& scratch);
+
+}  // namespace minfer
