@@ -1,10 +1,13 @@
 #pragma once
-// Causal attention of the query heads that share one K/V head (grouped-query attention) over a
-// KV cache of f16 or f32 rows, with ggml's arithmetic for attention without flash-attention (what
+// Causal attention of the query heads that share one K/V head (grouped-query attention) over an
+// f16 or f32 KV cache, with ggml's arithmetic for attention without flash-attention (what
 // llama.cpp's reference outputs used): for an f16 cache the queries are rounded to f16 before the
-// Q·K dot products, scores are scaled, the softmax is taken over all keys, and the probabilities
-// are rounded to f16 before they weigh V. One call handles one token's group of heads, so every
-// K and V row is read and converted once for the whole group.
+// Q·K dot products, scores are scaled, the softmax is taken over all keys (exponentials rounded as
+// expf rounds them, sums in double), and the probabilities are rounded to f16 before they weigh V.
+// One call handles one token's group of heads, so every K and V value is loaded once per group.
+//
+// K comes in tiles of kAttentionKeyTile positions stored dimension-major (one vector load = one
+// dimension of 16 keys, so Q·K needs no horizontal sums); V in rows of head_dim_v per position.
 
 #include <cstddef>
 #include <cstdint>
@@ -12,20 +15,20 @@
 
 namespace minfer {
 
+inline constexpr int64_t kAttentionKeyTile = 16;
+
 struct AttentionGroup {
-    const float* q = nullptr;      // [group] query heads, head_dim_k values each, q_stride apart
-    int64_t q_stride = 0;          // floats
-    int64_t group = 1;             // query heads sharing this K/V head
-    const void* k = nullptr;       // K row of position 0 of this K/V head
-    const void* v = nullptr;       // V row of position 0
-    std::size_t k_stride = 0;      // bytes from one position's row to the next
-    std::size_t v_stride = 0;
-    bool f16 = true;               // cache rows are f16 (else f32)
-    int64_t n_keys = 0;            // positions 0 .. n_keys-1 are attended
+    const float* q = nullptr;  // [group] query heads, head_dim_k values each, q_stride apart
+    int64_t q_stride = 0;      // floats
+    int64_t group = 1;         // query heads sharing this K/V head
+    const void* k_tiles = nullptr;  // (pos, d) at [(pos / 16 * head_dim_k + d) * 16 + pos % 16]
+    const void* v_rows = nullptr;   // (pos, d) at [pos * head_dim_v + d]
+    bool f16 = true;           // cache values are f16 (else f32)
+    int64_t n_keys = 0;        // positions 0 .. n_keys-1 are attended
     int64_t head_dim_k = 0;
     int64_t head_dim_v = 0;
-    float scale = 1.0f;            // applied to the Q·K dot products
-    float* out = nullptr;          // [group] outputs, head_dim_v values each, out_stride apart
+    float scale = 1.0f;        // applied to the Q·K dot products
+    float* out = nullptr;      // [group] outputs, head_dim_v values each, out_stride apart
     int64_t out_stride = 0;
 };
 

@@ -5,7 +5,6 @@
 
 #include "core/half.h"
 #include "kernels/activation_quant.h"
-#include "kernels/vector_ops.h"
 #include "quant/block_types.h"
 
 namespace minfer {
@@ -52,10 +51,6 @@ void attend_head_q8_0(const AttentionShape& s, const KvCache& kv, int layer, int
 
 }  // namespace
 
-void quantize_kv_row_q8_0(const float* x, std::byte* dst, int64_t n) {
-    quantize_activations_q8_0(x, reinterpret_cast<block_q8_0*>(dst), n);
-}
-
 void attend_kv_group(const AttentionShape& s, const KvCache& kv, int layer, int64_t kv_head, int64_t pos,
                      const float* q_token, float* out_token, AttentionWorkspace& ws) {
     const int64_t group = s.group();
@@ -73,10 +68,8 @@ void attend_kv_group(const AttentionShape& s, const KvCache& kv, int layer, int6
     a.q_stride = s.head_dim_k;
     a.group = group;
     a.f16 = kv.type() == GgmlType::F16;
-    a.k = kv.k_row(layer, 0) + static_cast<std::size_t>(kv_head) * row_size(kv.type(), s.head_dim_k);
-    a.v = kv.v_row(layer, 0) + static_cast<std::size_t>(kv_head) * row_size(kv.type(), s.head_dim_v);
-    a.k_stride = kv.k_row_bytes();
-    a.v_stride = kv.v_row_bytes();
+    a.k_tiles = kv.k_tiles(layer, kv_head);
+    a.v_rows = kv.v_rows(layer, kv_head);
     a.n_keys = n_keys;
     a.head_dim_k = s.head_dim_k;
     a.head_dim_v = s.head_dim_v;

@@ -32,7 +32,4 @@ struct AttentionWorkspace {
 void attend_kv_group(const AttentionShape& shape, const KvCache& kv, int layer, int64_t kv_head, int64_t pos,
                      const float* q_token, float* out_token, AttentionWorkspace& ws);
 
-// Writes n values as q8_0 blocks (a KV cache row).
-void quantize_kv_row_q8_0(const float* x, std::byte* dst, int64_t n);
-
 }  // namespace minfer

@@ -170,19 +170,9 @@ private:
         const float* v = buf(Buf::V);
         for_rows(op.rows, hp_.kv_width() + hp_.v_width(), [&](int64_t begin, int64_t end) {
             for (int64_t t = begin; t < end; ++t) {
-                const int64_t pos = g.positions[static_cast<std::size_t>(t)];
-                store_row(k + t * hp_.kv_width(), kv_.k_row(op.layer, pos), hp_.kv_width());
-                store_row(v + t * hp_.v_width(), kv_.v_row(op.layer, pos), hp_.v_width());
+                kv_.store(op.layer, g.positions[static_cast<std::size_t>(t)], k + t * hp_.kv_width(), v + t * hp_.v_width());
             }
         });
-    }
-
-    void store_row(const float* x, std::byte* dst, int64_t n) {
-        switch (kv_.type()) {
-            case GgmlType::F32: std::memcpy(dst, x, static_cast<std::size_t>(n) * sizeof(float)); break;
-            case GgmlType::F16: convert_f32_to_f16(x, reinterpret_cast<uint16_t*>(dst), n); break;
-            default: quantize_kv_row_q8_0(x, dst, n); break;
-        }
     }
 
     void attention(const Op& op, const Graph& g) {
