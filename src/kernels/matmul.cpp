@@ -116,94 +116,105 @@ bool matmul_supports(GgmlType type) {
     }
 }
 
-void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-            MatmulScratch& scratch) {
+MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int n_threads)
+    : w_(w), x_(x), y_(y), n_tokens_(n_tokens), n_threads_(n_threads) {
     validate(w, n_tokens);
-    if (n_tokens == 0) return;
-
-    const GgmlType weight_act = activation_type(w.type);
-    const bool float_weights = is_float_weight(w.type);
+    float_weights_ = is_float_weight(w.type);
     // F16/BF16 activations are kept as rounded f32 values.
-    const GgmlType act_type = float_weights ? GgmlType::F32 : weight_act;
-    const std::size_t act_row = kernels::activation_row_bytes(act_type, w.n_cols);
-    const bool scalar = kernel_path() == KernelPath::kScalar;
+    act_type_ = float_weights_ ? GgmlType::F32 : activation_type(w.type);
+    act_row_ = kernels::activation_row_bytes(act_type_, w.n_cols);
+    scalar_ = kernel_path() == KernelPath::kScalar;
     // Below 16 tokens repeated GEMV is cheaper when a SIMD GEMV kernel exists: the panels are
     // unpacked by scalar code, and unpacking a whole matrix costs about as much as 15 GEMV
     // passes over it (4096 x 4096 Q4_0), which only a larger batch amortizes.
     constexpr int64_t kGemmMinTokens = 16;
-    const bool gemm = !scalar && n_tokens > 1 &&
-                      (n_tokens >= kGemmMinTokens || !kernels::gemv_simd_handles(w.type));
-    const int n_threads = pool.size();
+    gemm_ = !scalar_ && n_tokens > 1 && (n_tokens >= kGemmMinTokens || !kernels::gemv_simd_handles(w.type));
+    copy_x_ = w.type != GgmlType::F32;
     const auto tokens = static_cast<std::size_t>(n_tokens);
+    act_bytes_ = copy_x_ ? align64(tokens * act_row_) : 0;
+    int_act_bytes_ = gemm_ && !float_weights_ ? align64(kernels::int_activations_bytes(w.type, w.n_cols, n_tokens)) : 0;
+    panel_bytes_ = !gemm_ ? 0
+                   : float_weights_ ? kernels::float_panel_bytes(w.n_cols)
+                                    : align64(kernels::int_panel_bytes(w.type, w.n_cols));
+}
 
-    // Scratch: activation rows | integer GEMM activations | one panel per thread.
-    const bool copy_x = w.type != GgmlType::F32;
-    const std::size_t act_bytes = copy_x ? align64(tokens * act_row) : 0;
-    const std::size_t int_act_bytes =
-        gemm && !float_weights ? align64(kernels::int_activations_bytes(w.type, w.n_cols, n_tokens))
-                               : 0;
-    const std::size_t panel_bytes = !gemm ? 0
-                                    : float_weights
-                                        ? kernels::float_panel_bytes(w.n_cols)
-                                        : align64(kernels::int_panel_bytes(w.type, w.n_cols));
-    std::byte* base = scratch.reserve(act_bytes + int_act_bytes +
-                                      panel_bytes * static_cast<std::size_t>(n_threads));
-    std::byte* act_data = copy_x ? base : reinterpret_cast<std::byte*>(const_cast<float*>(x));
-    std::byte* int_act_data = base + act_bytes;
-    std::byte* panels = int_act_data + int_act_bytes;
-    const Activations act{act_type, act_data, act_row, n_tokens};
+std::size_t MatmulJob::scratch_bytes() const {
+    return act_bytes_ + int_act_bytes_ + panel_bytes_ * static_cast<std::size_t>(n_threads_);
+}
 
-    if (!gemm) {
-        if (copy_x) {
-            if (n_tokens == 1) {
-                convert_activations(act_type, w.type, x, w.n_cols, 0, 1, act_data, act_row);
-            } else {
-                pool.run([&](int i, int n) {
-                    const auto [t0, t1] = split(n_tokens, i, n, 1);
-                    convert_activations(act_type, w.type, x, w.n_cols, t0, t1, act_data, act_row);
-                });
-            }
-        }
-        pool.run([&](int i, int n) {
-            const auto [r0, r1] = split(w.n_rows, i, n, kernels::kPanelRows);
-            if (r0 >= r1) return;
-            if (scalar || !kernels::gemv_rows_simd(w, act, r0, r1, y)) {
-                kernels::matmul_rows_scalar(w, act, r0, r1, y, w.n_rows);
-            }
-        });
+void MatmulJob::bind(std::byte* scratch) {
+    act_data_ = copy_x_ ? scratch : reinterpret_cast<std::byte*>(const_cast<float*>(x_));
+    int_act_data_ = scratch + act_bytes_;
+    panels_ = int_act_data_ + int_act_bytes_;
+}
+
+bool MatmulJob::can_share_activations(const MatmulJob& other) const {
+    return other.x_ == x_ && other.n_tokens_ == n_tokens_ && other.w_.n_cols == w_.n_cols &&
+           other.w_.type == w_.type && other.gemm_ == gemm_ && other.n_threads_ == n_threads_;
+}
+
+void MatmulJob::share_activations_of(const MatmulJob& other) {
+    // Same type, width and tokens: the same layout, so the same scratch offsets.
+    act_data_ = other.act_data_;
+    int_act_data_ = other.int_act_data_;
+    panels_ = other.panels_;
+    activations_shared_ = true;
+}
+
+bool MatmulJob::converts_serially() const { return !gemm_ && n_tokens_ == 1; }
+
+void MatmulJob::run_phase(int phase, int i, int n) const {
+    if (n_tokens_ == 0) return;
+    const Activations act{act_type_, act_data_, act_row_, n_tokens_};
+    if (phase == 0) {
+        if (activations_shared_) return;
+        // One token is converted by thread 0 alone (waking the others costs more).
+        if (converts_serially() && i != 0) return;
+        const auto [t0, t1] = converts_serially() ? std::pair<int64_t, int64_t>{0, 1} : split(n_tokens_, i, n, 1);
+        if (t0 >= t1) return;
+        if (copy_x_) convert_activations(act_type_, w_.type, x_, w_.n_cols, t0, t1, act_data_, act_row_);
+        if (gemm_ && !float_weights_) kernels::fill_int_activations(w_.type, act, w_.n_cols, t0, t1, int_act_data_);
         return;
     }
+    if (!gemm_) {
+        const auto [r0, r1] = split(w_.n_rows, i, n, kernels::kPanelRows);
+        if (r0 >= r1) return;
+        if (scalar_ || !kernels::gemv_rows_simd(w_, act, r0, r1, y_)) {
+            kernels::matmul_rows_scalar(w_, act, r0, r1, y_, w_.n_rows);
+        }
+        return;
+    }
+    const int64_t n_panels = (w_.n_rows + kernels::kPanelRows - 1) / kernels::kPanelRows;
+    std::byte* panel_memory = panels_ + panel_bytes_ * static_cast<std::size_t>(i);
+    const auto [p0, p1] = split(n_panels, i, n, 1);
+    for (int64_t p = p0; p < p1; ++p) {
+        const int64_t row0 = p * kernels::kPanelRows;
+        const int valid = static_cast<int>(std::min<int64_t>(kernels::kPanelRows, w_.n_rows - row0));
+        if (float_weights_) {
+            auto* panel = reinterpret_cast<float*>(panel_memory);
+            kernels::fill_float_panel(w_, row0, panel);
+            kernels::gemm_float_panel_simd(panel, reinterpret_cast<const float*>(act_data_), w_.n_cols, n_tokens_,
+                                           y_ + row0, w_.n_rows, valid);
+        } else {
+            const kernels::IntPanel panel = kernels::int_panel_at(panel_memory, w_.type, w_.n_cols);
+            kernels::fill_int_panel(w_, row0, panel);
+            const kernels::IntActivations ia = kernels::int_activations_at(int_act_data_, w_.type, w_.n_cols, n_tokens_);
+            kernels::gemm_int_panel_simd(panel, ia, n_tokens_, y_ + row0, w_.n_rows, valid);
+        }
+    }
+}
 
-    pool.run([&](int i, int n) {
-        const auto [t0, t1] = split(n_tokens, i, n, 1);
-        if (copy_x) convert_activations(act_type, w.type, x, w.n_cols, t0, t1, act_data, act_row);
-        if (!float_weights) {
-            kernels::fill_int_activations(w.type, act, w.n_cols, t0, t1, int_act_data);
-        }
-    });
-    const int64_t n_panels = (w.n_rows + kernels::kPanelRows - 1) / kernels::kPanelRows;
-    pool.run([&](int i, int n) {
-        std::byte* panel_memory = panels + panel_bytes * static_cast<std::size_t>(i);
-        const auto [p0, p1] = split(n_panels, i, n, 1);
-        for (int64_t p = p0; p < p1; ++p) {
-            const int64_t row0 = p * kernels::kPanelRows;
-            const int valid =
-                static_cast<int>(std::min<int64_t>(kernels::kPanelRows, w.n_rows - row0));
-            if (float_weights) {
-                auto* panel = reinterpret_cast<float*>(panel_memory);
-                kernels::fill_float_panel(w, row0, panel);
-                kernels::gemm_float_panel_simd(panel, reinterpret_cast<const float*>(act_data),
-                                               w.n_cols, n_tokens, y + row0, w.n_rows, valid);
-            } else {
-                const kernels::IntPanel panel =
-                    kernels::int_panel_at(panel_memory, w.type, w.n_cols);
-                kernels::fill_int_panel(w, row0, panel);
-                const kernels::IntActivations ia =
-                    kernels::int_activations_at(int_act_data, w.type, w.n_cols, n_tokens);
-                kernels::gemm_int_panel_simd(panel, ia, n_tokens, y + row0, w.n_rows, valid);
-            }
-        }
-    });
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            MatmulScratch& scratch) {
+    MatmulJob job(w, x, n_tokens, y, pool.size());
+    if (n_tokens == 0) return;
+    job.bind(scratch.reserve(job.scratch_bytes()));
+    if (job.converts_serially()) {
+        job.run_phase(0, 0, 1);
+    } else {
+        pool.run([&](int i, int n) { job.run_phase(0, i, n); });
+    }
+    pool.run([&](int i, int n) { job.run_phase(1, i, n); });
 }
 
 }  // namespace minfer

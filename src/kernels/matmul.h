@@ -49,4 +49,42 @@ bool matmul_supports(GgmlType type);
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatmulScratch& scratch);
 
+// The same product as a job that the threads of an already running pool execute in two phases,
+// with a barrier between them: phase 0 converts the activations (split by tokens), phase 1
+// multiplies (split by rows or panels). A forward pass then needs one ThreadPool::run in all.
+class MatmulJob {
+public:
+    // Validates like matmul().
+    MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int n_threads);
+
+    // 64-byte aligned working memory the job needs; bind() it before running.
+    std::size_t scratch_bytes() const;
+    void bind(std::byte* scratch);
+
+    // Two jobs on the same input (Q, K and V; gate and up): the second can skip phase 0 when
+    // bound to the same scratch right after the first ran.
+    bool can_share_activations(const MatmulJob& other) const;
+    void share_activations_of(const MatmulJob& other);
+
+    // True when phase 0 is so small that thread 0 does it alone.
+    bool converts_serially() const;
+    // Every thread i of n calls this for phase 0, then (after a barrier) for phase 1.
+    void run_phase(int phase, int i, int n) const;
+
+private:
+    WeightMatrix w_;
+    const float* x_;
+    float* y_;
+    int64_t n_tokens_;
+    int n_threads_;
+    GgmlType act_type_ = GgmlType::F32;
+    std::size_t act_row_ = 0;
+    bool float_weights_ = false, scalar_ = false, gemm_ = false, copy_x_ = false;
+    bool activations_shared_ = false;
+    std::size_t act_bytes_ = 0, int_act_bytes_ = 0, panel_bytes_ = 0;
+    std::byte* act_data_ = nullptr;
+    std::byte* int_act_data_ = nullptr;
+    std::byte* panels_ = nullptr;
+};
+
 }  // namespace minfer
