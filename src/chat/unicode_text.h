@@ -11,16 +11,18 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
+
 namespace minfer::chat::unicode {
 
 // Code points of a UTF-8 string (invalid sequences become U+FFFD, one per bad byte).
 std::vector<char32_t> decode(std::string_view text);
 // UTF-8 of code points.
 std::string encode(const std::vector<char32_t>& code_points);
-void append_utf8(std::string& out, char32_t cp);
+using minfer::append_utf8;  // core/utf8.h
 // Number of code points (Python len()).
 std::size_t length(std::string_view text);
-bool is_valid_utf8(std::string_view text);
+using minfer::is_valid_utf8;  // core/utf8.h: strict UTF-8
 
 // str.isspace() for one code point (also what Python's regex \s matches).
 bool is_space(char32_t cp);

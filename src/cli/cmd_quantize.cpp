@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/progress_bar.h"
 #include "core/error.h"
 #include "quant/model_quantizer.h"
 
@@ -54,33 +55,6 @@ class TemporaryCleanupOnSignal {
     struct sigaction previous_[3]{};
 };
 
-// "[#########-----------]  45%  blk.3.ffn_up.weight" on one terminal line, redrawn in place.
-class ProgressBar {
-  public:
-    void update(const QuantizeProgress& p) {
-        const int percent =
-            p.values_total == 0 ? 100 : static_cast<int>(100 * p.values_done / p.values_total);
-        if (percent == last_percent_ && p.tensor_index == last_tensor_) return;
-        last_percent_ = percent;
-        last_tensor_ = p.tensor_index;
-        constexpr int kWidth = 30;
-        const int filled = percent * kWidth / 100;
-        std::string bar(static_cast<std::size_t>(filled), '#');
-        bar.append(static_cast<std::size_t>(kWidth - filled), '-');
-        std::fprintf(stderr, "\r\033[K[%s] %3d%%  %zu/%zu  %.*s", bar.c_str(), percent,
-                     p.tensor_index + 1, p.tensor_count, static_cast<int>(p.tensor_name.size()),
-                     p.tensor_name.data());
-        std::fflush(stderr);
-    }
-    void finish() const {
-        if (last_percent_ >= 0) std::fprintf(stderr, "\r\033[K");
-    }
-
-  private:
-    int last_percent_ = -1;
-    std::size_t last_tensor_ = 0;
-};
-
 std::string mix_names() {
     std::string names;
     for (QuantMix mix : all_quant_mixes()) {
@@ -114,11 +88,14 @@ void add_quantize_command(CLI::App& app) {
             throw UsageError(concat("unknown quantization type '", opts->type,
                                     "'; expected one of ", mix_names()));
         }
-        ProgressBar bar;
+        ProgressBar bar;  // "[#####-----]  45%  4/39  blk.3.ffn_up.weight" on a terminal
         ModelQuantizeOptions options;
         options.threads = opts->threads;
-        if (::isatty(STDERR_FILENO) != 0) {
-            options.on_progress = [&bar](const QuantizeProgress& p) { bar.update(p); };
+        if (bar.enabled()) {
+            options.on_progress = [&bar](const QuantizeProgress& p) {
+                const double done = p.values_total == 0 ? 1.0 : static_cast<double>(p.values_done) / p.values_total;
+                bar.update(done, concat(p.tensor_index + 1, "/", p.tensor_count, "  ", p.tensor_name));
+            };
         }
         options.on_temporary_file = TemporaryCleanupOnSignal::remember;
 

@@ -10,6 +10,7 @@
 #include "kernels/kernel_path.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/matmul_simd.h"
+#include "quant/dequantize.h"
 
 namespace minfer {
 namespace {
@@ -92,28 +93,8 @@ std::byte* MatmulScratch::reserve(std::size_t bytes) {
 }
 
 bool matmul_supports(GgmlType type) {
-    switch (type) {
-        case GgmlType::F32:
-        case GgmlType::F16:
-        case GgmlType::BF16:
-        case GgmlType::Q4_0:
-        case GgmlType::Q4_1:
-        case GgmlType::Q5_0:
-        case GgmlType::Q5_1:
-        case GgmlType::Q8_0:
-        case GgmlType::Q2_K:
-        case GgmlType::Q3_K:
-        case GgmlType::Q4_K:
-        case GgmlType::Q5_K:
-        case GgmlType::Q6_K:
-        case GgmlType::IQ4_NL:
-        case GgmlType::IQ4_XS:
-        case GgmlType::TQ1_0:
-        case GgmlType::TQ2_0:
-            return true;
-        default:
-            return false;
-    }
+    // Every weight type minfer reads; Q8_K is only an activation format.
+    return can_dequantize(type) && type != GgmlType::Q8_K;
 }
 
 MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int n_threads)

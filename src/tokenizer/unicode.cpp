@@ -79,23 +79,6 @@ bool decode(std::string_view text, std::size_t pos, uint32_t& cp, std::size_t& l
     return false;
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
 
 namespace {
 std::size_t encoded_length(uint32_t cp) {
@@ -132,16 +115,5 @@ std::string canonicalize(std::string_view text) {
     return out;
 }
 
-bool is_valid_utf8(std::string_view text) {
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-        uint32_t cp = 0;
-        std::size_t len = 0;
-        if (!decode(text, pos, cp, len)) return false;
-        if (encoded_length(cp) != len || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        pos += len;
-    }
-    return true;
-}
 
 }  // namespace minfer::unicode

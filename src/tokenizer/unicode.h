@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace minfer::unicode {
 
 inline constexpr uint32_t kReplacementChar = 0xFFFD;
@@ -54,8 +56,7 @@ inline std::size_t sequence_length(unsigned char lead) {
 // llama.cpp). Returns false for an invalid sequence or one beyond U+10FFFF; `length` is then 1.
 bool decode(std::string_view text, std::size_t pos, uint32_t& cp, std::size_t& length);
 
-// Appends the UTF-8 form of cp (surrogates included; cp must be <= U+10FFFF).
-void append_utf8(std::string& out, uint32_t cp);
+using minfer::append_utf8;  // core/utf8.h
 
 // True when `text` decodes leniently with no invalid byte and re-encodes to itself (no overlong
 // forms): tokenizing can then work on it in place.
@@ -64,7 +65,6 @@ bool is_canonical(std::string_view text);
 // pre-tokenizing).
 std::string canonicalize(std::string_view text);
 
-// Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
-bool is_valid_utf8(std::string_view text);
+using minfer::is_valid_utf8;  // core/utf8.h: strict UTF-8
 
 }  // namespace minfer::unicode
