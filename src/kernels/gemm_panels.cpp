@@ -7,6 +7,7 @@
 #include "kernels/block_unpack.h"
 #include "kernels/matmul_internal.h"
 #include "quant/block_types.h"
+#include "quant/k_scales.h"
 
 namespace minfer::kernels {
 namespace {
@@ -41,6 +42,68 @@ IntPanel int_panel_at(std::byte* memory, GgmlType type, int64_t n_cols) {
     return panel;
 }
 
+namespace {
+
+// Writes the 32 panel bytes (value + 128) of one block of 32 values of one row: groups of 4
+// values go kPanelRows * 4 bytes apart.
+void scatter_values(const uint8_t (&biased)[32], uint8_t* q) {
+    for (int g = 0; g < 8; ++g) std::memcpy(q + g * kPanelRows * 4, biased + g * 4, 4);
+}
+
+// Fast paths for the commonest types (the generic unpack costs several times more per block):
+// they write exactly what unpack_block's decoding would.
+void fill_row_q4_0(const std::byte* w_row, int64_t n_blocks, const IntPanel& panel, int row) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        block_q4_0 block;
+        std::memcpy(&block, w_row + b * sizeof(block_q4_0), sizeof(block));
+        uint8_t biased[32];  // (nibble - 8) + 128
+        for (int j = 0; j < 16; ++j) {
+            biased[j] = static_cast<uint8_t>((block.qs[j] & 0x0F) + 120);
+            biased[j + 16] = static_cast<uint8_t>((block.qs[j] >> 4) + 120);
+        }
+        scatter_values(biased, panel.q + (b * 8 * kPanelRows + row) * 4);
+        panel.scale[b * kPanelRows + row] = f16_to_f32(block.d);
+        panel.offset[b * kPanelRows + row] = 0.0f;
+    }
+}
+
+void fill_row_q8_0(const std::byte* w_row, int64_t n_blocks, const IntPanel& panel, int row) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        block_q8_0 block;
+        std::memcpy(&block, w_row + b * sizeof(block_q8_0), sizeof(block));
+        uint8_t biased[32];
+        for (int j = 0; j < 32; ++j) biased[j] = static_cast<uint8_t>(block.qs[j] + 128);
+        scatter_values(biased, panel.q + (b * 8 * kPanelRows + row) * 4);
+        panel.scale[b * kPanelRows + row] = f16_to_f32(block.d);
+        panel.offset[b * kPanelRows + row] = 0.0f;
+    }
+}
+
+void fill_row_q4_k(const std::byte* w_row, int64_t n_blocks, const IntPanel& panel, int row) {
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        block_q4_K block;
+        std::memcpy(&block, w_row + b * sizeof(block_q4_K), sizeof(block));
+        const float d = f16_to_f32(block.d), dmin = f16_to_f32(block.dmin);
+        for (int pair = 0; pair < 4; ++pair) {  // sub-blocks 2*pair (low nibbles), 2*pair+1 (high)
+            uint8_t low[32], high[32];
+            for (int j = 0; j < 32; ++j) {
+                low[j] = static_cast<uint8_t>((block.qs[pair * 32 + j] & 0x0F) + 128);
+                high[j] = static_cast<uint8_t>((block.qs[pair * 32 + j] >> 4) + 128);
+            }
+            const int64_t s = b * 8 + pair * 2;
+            scatter_values(low, panel.q + (s * 8 * kPanelRows + row) * 4);
+            scatter_values(high, panel.q + ((s + 1) * 8 * kPanelRows + row) * 4);
+            for (int k = 0; k < 2; ++k) {
+                const ScaleMin sm = unpack_scale_min_k4(pair * 2 + k, block.scales);
+                panel.scale[(s + k) * kPanelRows + row] = d * static_cast<float>(sm.scale);
+                panel.offset[(s + k) * kPanelRows + row] = -dmin * static_cast<float>(sm.min);
+            }
+        }
+    }
+}
+
+}  // namespace
+
 void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& panel) {
     const UnpackLayout layout = unpack_layout(w.type);
     const int64_t blocks_per_row = w.n_cols / layout.block_values;
@@ -62,6 +125,12 @@ void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& pa
             continue;
         }
         const std::byte* w_row = w.data.data() + static_cast<std::size_t>(r) * w_row_bytes;
+        switch (w.type) {
+            case GgmlType::Q4_0: fill_row_q4_0(w_row, blocks_per_row, panel, row); continue;
+            case GgmlType::Q8_0: fill_row_q8_0(w_row, blocks_per_row, panel, row); continue;
+            case GgmlType::Q4_K: fill_row_q4_k(w_row, blocks_per_row, panel, row); continue;
+            default: break;
+        }
         for (int64_t b = 0; b < blocks_per_row; ++b) {
             unpack_block(w.type, w_row + static_cast<std::size_t>(b) * block_bytes, block);
             uint8_t* q = panel.q + (b * groups_per_block * kPanelRows + row) * 4;
