@@ -50,17 +50,23 @@ InferenceContext::InferenceContext(std::shared_ptr<const Model> model, const Con
     backend_ = make_cpu_backend(*model_, b);
 }
 
-Graph InferenceContext::graph_for(std::span<const int32_t> tokens, bool all_logits) const {
-    const auto n = static_cast<int32_t>(std::min<int64_t>(static_cast<int64_t>(tokens.size()), n_batch_));
+Graph InferenceContext::micro_batch_graph(std::span<const int32_t> tokens, bool all_logits, bool last) const {
+    // Logits of every row, or of the last row of the last micro-batch.
+    const auto n = static_cast<int32_t>(tokens.size());
     std::vector<int32_t> rows;
     if (all_logits) {
-        rows.resize(static_cast<std::size_t>(n));
+        rows.resize(tokens.size());
         std::iota(rows.begin(), rows.end(), 0);
-    } else if (n > 0) {
+    } else if (last && n > 0) {
         rows.push_back(n - 1);
     }
-    return build_decoder_graph(model_->arch(), model_->hparams(), model_->weights(), tokens.first(static_cast<std::size_t>(n)),
+    return build_decoder_graph(model_->arch(), model_->hparams(), model_->weights(), tokens,
                                static_cast<int32_t>(n_past_), rows);
+}
+
+Graph InferenceContext::graph_for(std::span<const int32_t> tokens, bool all_logits) const {
+    const auto n = std::min<std::size_t>(tokens.size(), static_cast<std::size_t>(n_batch_));
+    return micro_batch_graph(tokens.first(n), all_logits, true);
 }
 
 void InferenceContext::evaluate(std::span<const int32_t> tokens, bool all_logits, const LogitsSink& sink) {
@@ -69,31 +75,22 @@ void InferenceContext::evaluate(std::span<const int32_t> tokens, bool all_logits
         throw UsageError(concat(n, " tokens do not fit the context: ", n_past_, " of ", n_ctx_,
                                 " positions are used (raise --ctx)"));
     }
+    // Checked before any micro-batch runs, so that a bad id leaves the cache as it was.
     const int64_t n_vocab = model_->hparams().n_vocab;
-    for (int64_t i = 0; i < n; ++i) {
-        const int32_t id = tokens[static_cast<std::size_t>(i)];
+    for (const int32_t id : tokens) {
         if (id < 0 || id >= n_vocab) {
             throw UsageError(concat("token id ", id, " is out of range: the model has ", n_vocab, " tokens"));
         }
     }
     for (int64_t start = 0; start < n; start += n_batch_) {
         const int64_t count = std::min(n_batch_, n - start);
-        const bool last_chunk = start + count == n;
-        std::vector<int32_t> rows;
-        if (all_logits) {
-            rows.resize(static_cast<std::size_t>(count));
-            std::iota(rows.begin(), rows.end(), 0);
-        } else if (last_chunk) {
-            rows.push_back(static_cast<int32_t>(count - 1));
-        }
-        const Graph g = build_decoder_graph(model_->arch(), model_->hparams(), model_->weights(),
-                                            tokens.subspan(static_cast<std::size_t>(start), static_cast<std::size_t>(count)),
-                                            static_cast<int32_t>(n_past_), rows);
+        const Graph g = micro_batch_graph(tokens.subspan(static_cast<std::size_t>(start), static_cast<std::size_t>(count)),
+                                          all_logits, start + count == n);
         backend_->execute(g);
         n_past_ += count;
         const auto logits = backend_->logits();
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            sink(start + rows[i], logits.subspan(i * static_cast<std::size_t>(n_vocab), static_cast<std::size_t>(n_vocab)));
+        for (std::size_t i = 0; i < g.output_rows.size(); ++i) {
+            sink(start + g.output_rows[i], logits.subspan(i * static_cast<std::size_t>(n_vocab), static_cast<std::size_t>(n_vocab)));
         }
     }
 }

@@ -57,6 +57,9 @@ public:
     const Backend& backend() const { return *backend_; }
 
 private:
+    // The graph of one micro-batch at position n_past(); `last`: the prompt's last micro-batch.
+    Graph micro_batch_graph(std::span<const int32_t> tokens, bool all_logits, bool last) const;
+
     std::shared_ptr<const Model> model_;
     int64_t n_ctx_;
     int64_t n_batch_;
