@@ -162,6 +162,20 @@ TEST(ModelLoad, NormThatIsNotF32) {
                       "tensor 'output_norm.weight' has type f16; minfer expects f32");
 }
 
+TEST(ModelLoad, UnsupportedWeightTypeIsNamed) {
+    // IQ2_XXS blocks hold 256 values in 66 bytes.
+    expect_load_error(spec_with([](TinyModelSpec& s) {
+                          s.n_embd = 256;
+                          s.n_ff = 256;
+                          s.skip_tensors = {"blk.1.ffn_down.weight"};
+                          s.customize = [](GgufWriter& w) {
+                              static std::vector<std::byte> data(66 * 256);
+                              w.add_tensor("blk.1.ffn_down.weight", GgmlType::IQ2_XXS, {256, 256}, data);
+                          };
+                      }),
+                      "blk.1.ffn_down.weight has type iq2_xxs, which minfer does not support yet");
+}
+
 TEST(ModelLoad, QwenVariantsLoad) {
     test::TempDir dir;
     write_tiny_model(dir / "q2.gguf", spec_with([](TinyModelSpec& s) {
