@@ -29,10 +29,12 @@ const std::filesystem::path& big_vocab_file() {
         auto& m = w.metadata();
         m.set("general.architecture", minfer::GgufValue::string("qwen2"));
         m.set("tokenizer.ggml.model", minfer::GgufValue::string("gpt2"));
-        m.set("tokenizer.ggml.tokens", minfer::GgufValue::array(minfer::GgufArray::of_strings(tokens)));
+        m.set("tokenizer.ggml.tokens",
+              minfer::GgufValue::array(minfer::GgufArray::of_strings(tokens)));
         m.set("tokenizer.ggml.scores", minfer::GgufValue::array(minfer::GgufArray::of(scores)));
         m.set("tokenizer.ggml.token_type", minfer::GgufValue::array(minfer::GgufArray::of(types)));
-        m.set("tokenizer.ggml.merges", minfer::GgufValue::array(minfer::GgufArray::of_strings(merges)));
+        m.set("tokenizer.ggml.merges",
+              minfer::GgufValue::array(minfer::GgufArray::of_strings(merges)));
         static std::vector<float> weights(896 * 4);
         for (int i = 0; i < 290; ++i) {
             w.add_tensor("blk." + std::to_string(i) + ".weight", minfer::GgmlType::F32, {896, 4},

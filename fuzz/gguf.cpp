@@ -15,10 +15,12 @@
 
 namespace {
 
-void write_seed(const std::filesystem::path& dir, const std::string& name, const minfer::GgufWriter& w) {
+void write_seed(const std::filesystem::path& dir, const std::string& name,
+                const minfer::GgufWriter& w) {
     const auto bytes = w.to_bytes();
     std::ofstream(dir / name, std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
 }
 
 void write_seeds(const std::filesystem::path& dir) {
@@ -31,11 +33,12 @@ void write_seeds(const std::filesystem::path& dir) {
     meta.metadata().set("llama.block_count", GgufValue::of<uint32_t>(2));
     meta.metadata().set("eps", GgufValue::of<float>(1e-5f));
     meta.metadata().set("flag", GgufValue::of<bool>(true));
-    meta.metadata().set("big", GgufValue::of<uint64_t>(1) );
+    meta.metadata().set("big", GgufValue::of<uint64_t>(1));
     meta.metadata().set("tokens", GgufValue::array(GgufArray::of_strings({"<s>", "a", "bc"})));
-    meta.metadata().set("scores", GgufValue::array(GgufArray::of(std::vector<float>{0.f, -1.f, -2.f})));
-    meta.metadata().set("nested", GgufValue::array(GgufArray::of_arrays(
-                                      {GgufValue::array(GgufArray::of(std::vector<int8_t>{1, 2}))})));
+    meta.metadata().set("scores",
+                        GgufValue::array(GgufArray::of(std::vector<float>{0.f, -1.f, -2.f})));
+    meta.metadata().set("nested", GgufValue::array(GgufArray::of_arrays({GgufValue::array(
+                                      GgufArray::of(std::vector<int8_t>{1, 2}))})));
     write_seed(dir, "metadata.gguf", meta);
 
     static std::vector<std::byte> data(4096, std::byte{1});
@@ -66,7 +69,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         // Touch what a consumer would: every tensor view and every value's text.
         std::size_t total = 0;
         for (const auto* t : file.tensors()) total += t->data.size();
-        for (const auto& e : file.metadata().entries()) total += e.value.to_display_string(4).size();
+        for (const auto& e : file.metadata().entries())
+            total += e.value.to_display_string(4).size();
         if (total == static_cast<std::size_t>(-1)) std::abort();
     } catch (const minfer::Error&) {
     }

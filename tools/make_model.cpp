@@ -2,7 +2,8 @@
 // tokenizer from ../shared/fixtures/vocab padded to the model's vocabulary size. Used to benchmark
 // minfer on realistic shapes without downloading anything (scripts/make-bench-models.sh).
 //
-//   make_model --shape qwen2-0.5b --vocab ../shared/fixtures/vocab/ggml-vocab-gpt2-qwen2-pre.gguf OUT.gguf
+//   make_model --shape qwen2-0.5b --vocab ../shared/fixtures/vocab/ggml-vocab-gpt2-qwen2-pre.gguf
+//   OUT.gguf
 //
 // Weights are normal with standard deviation 1/sqrt(fan_in) (activations stay finite), norms are
 // near 1, biases small.
@@ -40,7 +41,7 @@ const std::map<std::string, Shape> kShapes = {
 
 // A small, fast, seedable normal generator (xorshift64* + Box-Muller).
 class Normal {
-public:
+  public:
     explicit Normal(uint64_t seed) : state_(seed * 2654435761u + 1) {}
     float operator()() {
         if (have_spare_) {
@@ -54,7 +55,7 @@ public:
         return static_cast<float>(r * std::cos(2 * std::numbers::pi * u2));
     }
 
-private:
+  private:
     uint64_t next() {
         state_ ^= state_ >> 12;
         state_ ^= state_ << 25;
@@ -72,7 +73,8 @@ void copy_tokenizer(const GgufFile& vocab, int64_t n_vocab, GgufMetadata& out) {
     const auto& meta = vocab.metadata();
     const auto& tokens = meta.get_array("tokenizer.ggml.tokens");
     if (static_cast<int64_t>(tokens.size()) > n_vocab) {
-        throw UsageError(concat("the vocabulary has ", tokens.size(), " tokens, more than the shape's ", n_vocab));
+        throw UsageError(concat("the vocabulary has ", tokens.size(),
+                                " tokens, more than the shape's ", n_vocab));
     }
     const auto pad = static_cast<std::size_t>(n_vocab) - tokens.size();
     for (const auto& entry : meta.entries()) {
@@ -101,9 +103,14 @@ int main(int argc, char** argv) {
     CLI::App app{"Write a random-weight F16 GGUF model of a real architecture's shape"};
     std::string shape_name, vocab_path, out_path, template_path;
     uint64_t seed = 1;
-    app.add_option("--shape", shape_name, "qwen2-0.5b or llama-1.1b")->required()->check(CLI::IsMember({"qwen2-0.5b", "llama-1.1b"}));
-    app.add_option("--vocab", vocab_path, "A vocabulary GGUF from ../shared/fixtures/vocab")->required()->check(CLI::ExistingFile);
-    app.add_option("--chat-template", template_path, "A .jinja chat template to embed")->check(CLI::ExistingFile);
+    app.add_option("--shape", shape_name, "qwen2-0.5b or llama-1.1b")
+        ->required()
+        ->check(CLI::IsMember({"qwen2-0.5b", "llama-1.1b"}));
+    app.add_option("--vocab", vocab_path, "A vocabulary GGUF from ../shared/fixtures/vocab")
+        ->required()
+        ->check(CLI::ExistingFile);
+    app.add_option("--chat-template", template_path, "A .jinja chat template to embed")
+        ->check(CLI::ExistingFile);
     app.add_option("--seed", seed, "Random seed")->capture_default_str();
     app.add_option("out", out_path, "Output .gguf")->required();
     CLI11_PARSE(app, argc, argv);
@@ -121,8 +128,10 @@ int main(int argc, char** argv) {
         m.set(a + ".context_length", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_ctx)));
         m.set(a + ".embedding_length", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_embd)));
         m.set(a + ".feed_forward_length", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_ff)));
-        m.set(a + ".attention.head_count", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_head)));
-        m.set(a + ".attention.head_count_kv", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_head_kv)));
+        m.set(a + ".attention.head_count",
+              GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_head)));
+        m.set(a + ".attention.head_count_kv",
+              GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_head_kv)));
         m.set(a + ".rope.freq_base", GgufValue::of<float>(s.rope_base));
         m.set(a + ".attention.layer_norm_rms_epsilon", GgufValue::of<float>(s.eps));
         copy_tokenizer(vocab, s.n_vocab, m);
@@ -174,7 +183,8 @@ int main(int argc, char** argv) {
             matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
         }
         w.write_file(out_path);
-        std::printf("wrote %s: %s, %zu tensors\n", out_path.c_str(), shape_name.c_str(), w.tensor_count());
+        std::printf("wrote %s: %s, %zu tensors\n", out_path.c_str(), shape_name.c_str(),
+                    w.tensor_count());
     } catch (const Error& e) {
         std::fprintf(stderr, "make_model: error: %s\n", e.what());
         return 1;

@@ -47,9 +47,13 @@ struct TestResult {
     int threads = 0;
     std::vector<double> samples_ns;
     std::vector<double> samples_ts;
-    double avg_ts() const { return std::accumulate(samples_ts.begin(), samples_ts.end(), 0.0) / samples_ts.size(); }
+    double avg_ts() const {
+        return std::accumulate(samples_ts.begin(), samples_ts.end(), 0.0) / samples_ts.size();
+    }
     double stddev_ts() const { return stddev(samples_ts); }
-    double avg_ns() const { return std::accumulate(samples_ns.begin(), samples_ns.end(), 0.0) / samples_ns.size(); }
+    double avg_ns() const {
+        return std::accumulate(samples_ns.begin(), samples_ns.end(), 0.0) / samples_ns.size();
+    }
     double stddev_ns() const { return stddev(samples_ns); }
     std::string name() const { return n_prompt > 0 ? concat("pp", n_prompt) : concat("tg", n_gen); }
 
@@ -69,8 +73,10 @@ std::string model_type(const Model& model) {
     if (auto ft = model.metadata().get_int_optional("general.file_type")) {
         ftype = std::string(quant_mix_name(static_cast<QuantMix>(*ft)));
     }
-    if (ftype.empty() || ftype == "?") ftype = std::string(type_name(model.weights().layers.front().ffn_down.type()));
-    return concat(model.hparams().architecture, " ", format_fixed(billions, billions < 10 ? 1 : 0), "B ", ftype);
+    if (ftype.empty() || ftype == "?")
+        ftype = std::string(type_name(model.weights().layers.front().ffn_down.type()));
+    return concat(model.hparams().architecture, " ", format_fixed(billions, billions < 10 ? 1 : 0),
+                  "B ", ftype);
 }
 
 // Random token ids drawn from the vocabulary (what llama-bench feeds too).
@@ -92,7 +98,8 @@ double run_once(InferenceContext& ctx, int n_prompt, int n_gen, std::mt19937& rn
         const int32_t token[1] = {static_cast<int32_t>(rng() % static_cast<uint32_t>(n_vocab))};
         ctx.evaluate_last(token);
     }
-    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start)
+        .count();
 }
 
 std::vector<int> parse_int_list(const std::string& text, const char* flag, int lo) {
@@ -120,20 +127,31 @@ void add_bench_command(CLI::App& app) {
     auto lists = std::make_shared<std::array<std::string, 3>>();
     (*lists)[0] = "512";
     (*lists)[1] = "128";
-    CLI::App* cmd = app.add_subcommand("bench", "Measure prompt processing and generation speed, like llama-bench");
+    CLI::App* cmd = app.add_subcommand(
+        "bench", "Measure prompt processing and generation speed, like llama-bench");
     cmd->add_option("model", o->model, "GGUF model file")->required();
-    cmd->add_option("-p,--n-prompt", (*lists)[0], "Prompt lengths to test, comma-separated (0 skips)")->capture_default_str();
-    cmd->add_option("-n,--n-gen", (*lists)[1], "Generation lengths to test, comma-separated (0 skips)")->capture_default_str();
-    cmd->add_option("-t,--threads", (*lists)[2], "Thread counts to test, comma-separated (default: every core)");
-    cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")->check(CLI::Range(1, 1000))->capture_default_str();
-    cmd->add_option("-b,--batch", o->batch, "Micro-batch size")->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->capture_default_str();
+    cmd->add_option("-p,--n-prompt", (*lists)[0],
+                    "Prompt lengths to test, comma-separated (0 skips)")
+        ->capture_default_str();
+    cmd->add_option("-n,--n-gen", (*lists)[1],
+                    "Generation lengths to test, comma-separated (0 skips)")
+        ->capture_default_str();
+    cmd->add_option("-t,--threads", (*lists)[2],
+                    "Thread counts to test, comma-separated (default: every core)");
+    cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")
+        ->check(CLI::Range(1, 1000))
+        ->capture_default_str();
+    cmd->add_option("-b,--batch", o->batch, "Micro-batch size")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))
+        ->capture_default_str();
     auto* json = cmd->add_flag("--json", o->json, "Print a JSON array (llama-bench's fields)");
     cmd->add_flag("--csv", o->csv, "Print CSV (llama-bench's fields)")->excludes(json);
     cmd->add_flag("--no-roofline", o->no_roofline, "Skip the memory-bandwidth measurement");
     cmd->callback([o, lists] {
         o->n_prompt = parse_int_list((*lists)[0], "--n-prompt", 0);
         o->n_gen = parse_int_list((*lists)[1], "--n-gen", 0);
-        o->threads = (*lists)[2].empty() ? std::vector<int>{default_thread_count()} : parse_int_list((*lists)[2], "--threads", 1);
+        o->threads = (*lists)[2].empty() ? std::vector<int>{default_thread_count()}
+                                         : parse_int_list((*lists)[2], "--threads", 1);
 
         const auto path = resolve_model_path(o->model);
         auto model = Model::load(path);
@@ -175,20 +193,34 @@ void add_bench_command(CLI::App& app) {
             const std::time_t now = std::time(nullptr);
             std::strftime(time_buf, sizeof(time_buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
             for (const auto& r : results) {
-                array.push_back({{"build_commit", MINFER_VERSION}, {"backends", "CPU"}, {"model_filename", path.string()},
-                                 {"model_type", type}, {"model_size", size}, {"model_n_params", params},
-                                 {"n_batch", o->batch}, {"n_threads", r.threads}, {"type_k", "f16"}, {"type_v", "f16"},
-                                 {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen}, {"test_time", time_buf},
-                                 {"avg_ns", static_cast<uint64_t>(r.avg_ns())}, {"stddev_ns", static_cast<uint64_t>(r.stddev_ns())},
-                                 {"avg_ts", r.avg_ts()}, {"stddev_ts", r.stddev_ts()}, {"samples_ns", r.samples_ns},
+                array.push_back({{"build_commit", MINFER_VERSION},
+                                 {"backends", "CPU"},
+                                 {"model_filename", path.string()},
+                                 {"model_type", type},
+                                 {"model_size", size},
+                                 {"model_n_params", params},
+                                 {"n_batch", o->batch},
+                                 {"n_threads", r.threads},
+                                 {"type_k", "f16"},
+                                 {"type_v", "f16"},
+                                 {"n_prompt", r.n_prompt},
+                                 {"n_gen", r.n_gen},
+                                 {"test_time", time_buf},
+                                 {"avg_ns", static_cast<uint64_t>(r.avg_ns())},
+                                 {"stddev_ns", static_cast<uint64_t>(r.stddev_ns())},
+                                 {"avg_ts", r.avg_ts()},
+                                 {"stddev_ts", r.stddev_ts()},
+                                 {"samples_ns", r.samples_ns},
                                  {"samples_ts", r.samples_ts}});
             }
             if (o->json) {
                 std::cout << array.dump(2) << "\n";
             } else {
-                const char* fields[] = {"build_commit", "backends", "model_filename", "model_type", "model_size",
-                                        "model_n_params", "n_batch", "n_threads", "type_k", "type_v", "n_prompt",
-                                        "n_gen", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts"};
+                const char* fields[] = {
+                    "build_commit",   "backends", "model_filename", "model_type", "model_size",
+                    "model_n_params", "n_batch",  "n_threads",      "type_k",     "type_v",
+                    "n_prompt",       "n_gen",    "test_time",      "avg_ns",     "stddev_ns",
+                    "avg_ts",         "stddev_ts"};
                 std::string header;
                 for (const char* f : fields) header += concat(header.empty() ? "" : ",", f);
                 std::cout << header << "\n";
@@ -196,7 +228,9 @@ void add_bench_command(CLI::App& app) {
                     std::string line;
                     for (const char* f : fields) {
                         const auto& v = row[f];
-                        line += concat(line.empty() ? "" : ",", v.is_string() ? "\"" + v.get<std::string>() + "\"" : v.dump());
+                        line +=
+                            concat(line.empty() ? "" : ",",
+                                   v.is_string() ? "\"" + v.get<std::string>() + "\"" : v.dump());
                     }
                     std::cout << line << "\n";
                 }
@@ -204,24 +238,32 @@ void add_bench_command(CLI::App& app) {
             return;
         }
 
-        std::printf("| model                          |       size |     params | backend | threads |  test |                  t/s |\n");
-        std::printf("| ------------------------------ | ---------: | ---------: | ------- | ------: | ----: | -------------------: |\n");
+        std::printf(
+            "| model                          |       size |     params | backend | threads |  "
+            "test |                  t/s |\n");
+        std::printf(
+            "| ------------------------------ | ---------: | ---------: | ------- | ------: | "
+            "----: | -------------------: |\n");
         for (const auto& r : results) {
-            std::printf("| %-30s | %7.2f MiB | %8.2f M | CPU     | %7d | %5s | %12.2f ± %5.2f |\n", type.c_str(),
-                        static_cast<double>(size) / (1024.0 * 1024.0), static_cast<double>(params) / 1e6, r.threads,
-                        r.name().c_str(), r.avg_ts(), r.stddev_ts());
+            std::printf("| %-30s | %7.2f MiB | %8.2f M | CPU     | %7d | %5s | %12.2f ± %5.2f |\n",
+                        type.c_str(), static_cast<double>(size) / (1024.0 * 1024.0),
+                        static_cast<double>(params) / 1e6, r.threads, r.name().c_str(), r.avg_ts(),
+                        r.stddev_ts());
         }
         if (o->no_roofline) return;
         const uint64_t per_token = model->bytes_per_token();
-        std::printf("\nDecode roofline: %s of weights read per token\n", format_mib(per_token).c_str());
+        std::printf("\nDecode roofline: %s of weights read per token\n",
+                    format_mib(per_token).c_str());
         for (int threads : o->threads) {
             ThreadPool pool(threads, /*pin_threads=*/true);
             const double bandwidth = measure_read_bandwidth(pool);
             for (const auto& r : results) {
                 if (r.threads != threads || r.n_gen == 0) continue;
                 const double used = static_cast<double>(per_token) * r.avg_ts();
-                std::printf("  %d thread(s), %s: %.1f GB/s of %.1f GB/s measured read bandwidth = %.0f%%\n", threads,
-                            r.name().c_str(), used / 1e9, bandwidth / 1e9, 100.0 * used / bandwidth);
+                std::printf(
+                    "  %d thread(s), %s: %.1f GB/s of %.1f GB/s measured read bandwidth = %.0f%%\n",
+                    threads, r.name().c_str(), used / 1e9, bandwidth / 1e9,
+                    100.0 * used / bandwidth);
             }
         }
     });

@@ -38,7 +38,7 @@ struct ChatOptions {
 
 // One line of input: from libedit on a terminal, from stdin otherwise. nullopt at the end.
 class LineReader {
-public:
+  public:
     LineReader() : interactive_(::isatty(STDIN_FILENO) == 1) {
         if (interactive_) using_history();
     }
@@ -68,7 +68,7 @@ public:
         }
     }
 
-private:
+  private:
     bool interactive_;
 };
 
@@ -76,12 +76,16 @@ private:
 
 void add_chat_command(CLI::App& app) {
     auto o = std::make_shared<ChatOptions>();
-    CLI::App* cmd = app.add_subcommand("chat", "Talk with a model in the terminal (or one message per stdin line)");
-    cmd->add_option("model", o->model, "GGUF file, first part of a split model, or a directory")->required();
+    CLI::App* cmd = app.add_subcommand(
+        "chat", "Talk with a model in the terminal (or one message per stdin line)");
+    cmd->add_option("model", o->model, "GGUF file, first part of a split model, or a directory")
+        ->required();
     cmd->add_option("--system", o->system, "System message");
-    cmd->add_option("--template", o->template_file, "Use this Jinja chat template instead of the model's")
+    cmd->add_option("--template", o->template_file,
+                    "Use this Jinja chat template instead of the model's")
         ->check(CLI::ExistingFile);
-    cmd->add_option("-n,--n-predict", o->n_predict, "Tokens per answer at most (-1: until the answer ends)")
+    cmd->add_option("-n,--n-predict", o->n_predict,
+                    "Tokens per answer at most (-1: until the answer ends)")
         ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
         ->capture_default_str();
     cmd->add_flag("--stats", o->stats, "After each answer, print token counts and speed to stderr");
@@ -93,19 +97,23 @@ void add_chat_command(CLI::App& app) {
         const Model& model = *loaded.model;
         const Tokenizer tokenizer = Tokenizer::from_gguf(model.metadata());
         const std::optional<std::filesystem::path> file =
-            o->template_file.empty() ? std::nullopt : std::optional<std::filesystem::path>(o->template_file);
-        auto chat_template = chat::ChatTemplate::parse(chat::template_source_for(model.metadata(), file));
+            o->template_file.empty() ? std::nullopt
+                                     : std::optional<std::filesystem::path>(o->template_file);
+        auto chat_template =
+            chat::ChatTemplate::parse(chat::template_source_for(model.metadata(), file));
         InferenceContext ctx(loaded.model, to_context_options(o->context));
         Sampler sampler(sampling, static_cast<int32_t>(model.hparams().n_vocab));
-        ChatSession session(ctx, tokenizer, std::move(chat_template), model.metadata(),
-                            o->system.empty() ? std::nullopt : std::optional<std::string>(o->system));
+        ChatSession session(
+            ctx, tokenizer, std::move(chat_template), model.metadata(),
+            o->system.empty() ? std::nullopt : std::optional<std::string>(o->system));
         GenerationOptions options;
         options.n_predict = o->n_predict;
 
         InterruptGuard interrupt;
         LineReader reader;
         if (reader.interactive()) {
-            std::printf("minfer chat: /clear starts over, /exit or Ctrl-D quits, Ctrl-C stops an answer\n");
+            std::printf(
+                "minfer chat: /clear starts over, /exit or Ctrl-D quits, Ctrl-C stops an answer\n");
         }
         while (auto line = reader.next()) {
             if (*line == "/exit" || *line == "/quit") break;
@@ -127,16 +135,19 @@ void add_chat_command(CLI::App& app) {
                 std::printf("\n");
                 std::fflush(stdout);
                 if (r.stop == StopReason::ContextFull) {
-                    std::fprintf(stderr, "minfer: the context of %lld tokens is full; /clear starts over\n",
+                    std::fprintf(stderr,
+                                 "minfer: the context of %lld tokens is full; /clear starts over\n",
                                  static_cast<long long>(ctx.n_ctx()));
                 }
                 if (o->stats) {
                     std::fprintf(stderr,
-                                 "[prompt: %lld new tokens evaluated, %lld reused from the cache; answer: %lld tokens, "
+                                 "[prompt: %lld new tokens evaluated, %lld reused from the cache; "
+                                 "answer: %lld tokens, "
                                  "%.1f tokens/s; stop: %s]\n",
-                                 static_cast<long long>(r.stats.n_prompt), static_cast<long long>(session.last_reused_tokens()),
-                                 static_cast<long long>(r.tokens.size()), r.stats.generation_tokens_per_second(),
-                                 stop_reason_name(r.stop));
+                                 static_cast<long long>(r.stats.n_prompt),
+                                 static_cast<long long>(session.last_reused_tokens()),
+                                 static_cast<long long>(r.tokens.size()),
+                                 r.stats.generation_tokens_per_second(), stop_reason_name(r.stop));
                 }
             } catch (const UsageError& e) {
                 // A conversation that no longer fits: say so and keep the session usable.

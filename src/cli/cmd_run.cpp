@@ -49,17 +49,23 @@ std::string read_text_file(const std::string& path) {
 }
 
 // The prompt's tokens: the text as one user message through the chat template, or raw.
-std::vector<int32_t> build_prompt(const RunOptions& o, const Model& model, const Tokenizer& tokenizer,
-                                  const std::string& text) {
-    const bool has_template = !o.template_file.empty() || model.metadata().contains("tokenizer.chat_template");
+std::vector<int32_t> build_prompt(const RunOptions& o, const Model& model,
+                                  const Tokenizer& tokenizer, const std::string& text) {
+    const bool has_template =
+        !o.template_file.empty() || model.metadata().contains("tokenizer.chat_template");
     if (o.raw || !has_template) {
-        std::vector<int32_t> tokens = tokenizer.tokenize(text, /*add_special=*/true, /*parse_special=*/true);
-        if (tokens.empty()) throw UsageError("the prompt is empty and the model adds no BOS token: nothing to continue");
+        std::vector<int32_t> tokens =
+            tokenizer.tokenize(text, /*add_special=*/true, /*parse_special=*/true);
+        if (tokens.empty())
+            throw UsageError(
+                "the prompt is empty and the model adds no BOS token: nothing to continue");
         return tokens;
     }
     const std::optional<std::filesystem::path> file =
-        o.template_file.empty() ? std::nullopt : std::optional<std::filesystem::path>(o.template_file);
-    const auto chat_template = chat::ChatTemplate::parse(chat::template_source_for(model.metadata(), file));
+        o.template_file.empty() ? std::nullopt
+                                : std::optional<std::filesystem::path>(o.template_file);
+    const auto chat_template =
+        chat::ChatTemplate::parse(chat::template_source_for(model.metadata(), file));
     chat::ChatInputs in;
     if (!o.system.empty()) in.messages.push_back({{"role", "system"}, {"content", o.system}});
     in.messages.push_back({{"role", "user"}, {"content", text}});
@@ -71,20 +77,33 @@ std::vector<int32_t> build_prompt(const RunOptions& o, const Model& model, const
 void print_timings(const LoadedModel& loaded, const GenerationResult& r, int64_t n_ctx) {
     const auto& s = r.stats;
     std::fprintf(stderr, "\nminfer: load        %10.1f ms\n", loaded.load_ms);
-    std::fprintf(stderr, "minfer: prompt      %10.1f ms / %6lld tokens (%8.1f tokens/s)\n", s.prompt_ms,
-                 static_cast<long long>(s.n_prompt), s.prompt_tokens_per_second());
-    std::fprintf(stderr, "minfer: generation  %10.1f ms / %6lld tokens (%8.1f tokens/s)\n", s.generation_ms,
-                 static_cast<long long>(s.n_generated), s.generation_tokens_per_second());
+    std::fprintf(stderr, "minfer: prompt      %10.1f ms / %6lld tokens (%8.1f tokens/s)\n",
+                 s.prompt_ms, static_cast<long long>(s.n_prompt), s.prompt_tokens_per_second());
+    std::fprintf(stderr, "minfer: generation  %10.1f ms / %6lld tokens (%8.1f tokens/s)\n",
+                 s.generation_ms, static_cast<long long>(s.n_generated),
+                 s.generation_tokens_per_second());
     const char* why = "";
     switch (r.stop) {
-        case StopReason::EndOfGeneration: why = "end of generation token"; break;
-        case StopReason::StopString: why = "stop string"; break;
-        case StopReason::MaxTokens: why = "token limit (-n)"; break;
-        case StopReason::ContextFull: why = "the context is full"; break;
-        case StopReason::Interrupted: why = "interrupted"; break;
+        case StopReason::EndOfGeneration:
+            why = "end of generation token";
+            break;
+        case StopReason::StopString:
+            why = "stop string";
+            break;
+        case StopReason::MaxTokens:
+            why = "token limit (-n)";
+            break;
+        case StopReason::ContextFull:
+            why = "the context is full";
+            break;
+        case StopReason::Interrupted:
+            why = "interrupted";
+            break;
     }
     std::fprintf(stderr, "minfer: stopped by  %s%s\n", why,
-                 r.stop == StopReason::ContextFull ? concat(" (", n_ctx, " tokens; raise --ctx)").c_str() : "");
+                 r.stop == StopReason::ContextFull
+                     ? concat(" (", n_ctx, " tokens; raise --ctx)").c_str()
+                     : "");
 }
 
 }  // namespace
@@ -92,21 +111,27 @@ void print_timings(const LoadedModel& loaded, const GenerationResult& r, int64_t
 void add_run_command(CLI::App& app) {
     auto o = std::make_shared<RunOptions>();
     CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
-    cmd->add_option("model", o->model, "GGUF file, first part of a split model, or a directory")->required();
+    cmd->add_option("model", o->model, "GGUF file, first part of a split model, or a directory")
+        ->required();
     auto* prompt = cmd->add_option("-p,--prompt", o->prompt, "The prompt");
-    auto* file = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")->check(CLI::ExistingFile);
-    auto* tokens = cmd->add_option("--tokens", o->tokens, "Prompt as token ids (1,2,3); prints token ids");
+    auto* file = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")
+                     ->check(CLI::ExistingFile);
+    auto* tokens =
+        cmd->add_option("--tokens", o->tokens, "Prompt as token ids (1,2,3); prints token ids");
     prompt->excludes(file)->excludes(tokens);
     file->excludes(tokens);
-    cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate (-1: until the end of the answer)")
+    cmd->add_option("-n,--n-predict", o->n_predict,
+                    "Tokens to generate (-1: until the end of the answer)")
         ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
         ->capture_default_str();
     cmd->add_option("--stop", o->stop, "Stop before this text (repeatable)");
     cmd->add_option("--system", o->system, "System message (with the chat template)");
     cmd->add_flag("--raw", o->raw, "Feed the prompt as is, without the chat template");
-    cmd->add_option("--template", o->template_file, "Use this Jinja chat template instead of the model's")
+    cmd->add_option("--template", o->template_file,
+                    "Use this Jinja chat template instead of the model's")
         ->check(CLI::ExistingFile);
-    cmd->add_flag("--json", o->json, "Print one JSON result (text, tokens, timings, stop reason) instead");
+    cmd->add_flag("--json", o->json,
+                  "Print one JSON result (text, tokens, timings, stop reason) instead");
     cmd->add_flag("--dump-graph", o->dump_graph, "Print the forward pass's operations and exit");
     add_context_flags(cmd, o->context);
     add_sampling_flags(cmd, o->sampling);
@@ -124,7 +149,8 @@ void add_run_command(CLI::App& app) {
         const Tokenizer tokenizer = Tokenizer::from_gguf(model.metadata());
         const std::vector<int32_t> input =
             ids_mode ? parse_token_list(o->tokens)
-                     : build_prompt(*o, model, tokenizer, file->count() ? read_text_file(o->prompt_file) : o->prompt);
+                     : build_prompt(*o, model, tokenizer,
+                                    file->count() ? read_text_file(o->prompt_file) : o->prompt);
         if (o->dump_graph) {
             std::cout << ctx.graph_for(input, false).to_string();
             return;
@@ -160,7 +186,8 @@ void add_run_command(CLI::App& app) {
                   {"predicted_n", s.n_generated},
                   {"predicted_ms", s.generation_ms},
                   {"predicted_per_second", s.generation_tokens_per_second()}}}};
-            std::cout << doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+            std::cout << doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                      << "\n";
             return;
         }
         if (ids_mode) {

@@ -33,11 +33,15 @@ PositionScore score_position(std::span<const float> logits, int top_k) {
     std::vector<int32_t> ids(logits.size());
     std::iota(ids.begin(), ids.end(), 0);
     const auto k = std::min<std::size_t>(static_cast<std::size_t>(top_k), ids.size());
-    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(), [&](int32_t a, int32_t b) {
-        return logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(b)] ||
-               (logits[static_cast<std::size_t>(a)] == logits[static_cast<std::size_t>(b)] && a < b);
-    });
-    for (std::size_t i = 0; i < k; ++i) s.top.emplace_back(ids[i], logits[static_cast<std::size_t>(ids[i])]);
+    std::partial_sort(
+        ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
+        [&](int32_t a, int32_t b) {
+            return logits[static_cast<std::size_t>(a)] > logits[static_cast<std::size_t>(b)] ||
+                   (logits[static_cast<std::size_t>(a)] == logits[static_cast<std::size_t>(b)] &&
+                    a < b);
+        });
+    for (std::size_t i = 0; i < k; ++i)
+        s.top.emplace_back(ids[i], logits[static_cast<std::size_t>(ids[i])]);
     return s;
 }
 
@@ -53,14 +57,17 @@ void add_score_command(CLI::App& app) {
         ContextFlags context;
     };
     auto o = std::make_shared<Options>();
-    CLI::App* cmd = app.add_subcommand("score", "Teacher-forced evaluation: the top next tokens at every position");
+    CLI::App* cmd = app.add_subcommand(
+        "score", "Teacher-forced evaluation: the top next tokens at every position");
     cmd->add_option("model", o->model, "GGUF model file")->required();
     add_prompt_flags(cmd, o->prompt);
     cmd->add_option("--top", o->top, "How many of the best next tokens to show per position")
         ->check(CLI::Range(1, 1000))
         ->capture_default_str();
-    cmd->add_flag("--json", o->json, "Print one JSON document like ../shared/fixtures/golden/*.json");
-    cmd->add_flag("--dump-graph", o->dump_graph, "Print the forward pass's operations without running it");
+    cmd->add_flag("--json", o->json,
+                  "Print one JSON document like ../shared/fixtures/golden/*.json");
+    cmd->add_flag("--dump-graph", o->dump_graph,
+                  "Print the forward pass's operations without running it");
     add_context_flags(cmd, o->context);
     cmd->callback([o] {
         auto model = Model::load(resolve_model_path(o->model));
@@ -89,7 +96,8 @@ void add_score_command(CLI::App& app) {
             return;
         }
         for (std::size_t i = 0; i < scores.size(); ++i) {
-            std::printf("pos %4zu  token %6d  logsumexp %9.4f  top:", i, tokens[i], scores[i].logsumexp);
+            std::printf("pos %4zu  token %6d  logsumexp %9.4f  top:", i, tokens[i],
+                        scores[i].logsumexp);
             for (const auto& [id, logit] : scores[i].top) {
                 std::printf("  %d (%.4f, logp %.4f)", id, logit, logit - scores[i].logsumexp);
             }

@@ -1,10 +1,10 @@
 #include "cli/context_flags.h"
 
-#include <cstdio>
 #include <algorithm>
-#include <cstdlib>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 
@@ -24,26 +24,27 @@ void add_context_flags(CLI::App* cmd, ContextFlags& f) {
     cmd->add_option("--cache-type", f.cache_type, "KV cache type: f16, f32 or q8_0")
         ->check(CLI::IsMember({"f16", "f32", "q8_0"}))
         ->capture_default_str();
-    cmd->add_flag("--no-pin-threads", f.no_pin_threads, "Let the OS move threads between CPUs (default: pinned)");
+    cmd->add_flag("--no-pin-threads", f.no_pin_threads,
+                  "Let the OS move threads between CPUs (default: pinned)");
 }
 
 namespace {
 
 // Prints each op of one forward pass (MINFER_TRACE=N: the N-th, default the first) to stderr.
 class Tracer {
-public:
+  public:
     explicit Tracer(int target) : target_(target) {}
     void operator()(const Op& op, double micros) {
         if (op.type == OpType::GetRows) ++graphs_;
         if (graphs_ != target_) return;
         total_ += micros;
         const std::string name = op.layer >= 0 ? concat("blk.", op.layer, ".", op.label) : op.label;
-        std::fprintf(stderr, "trace: %-24s %-13s [%5lld, %6lld] %10.1f us  (total %.1f us)\n", name.c_str(),
-                     op_type_name(op.type), static_cast<long long>(op.rows), static_cast<long long>(op.width), micros,
-                     total_);
+        std::fprintf(stderr, "trace: %-24s %-13s [%5lld, %6lld] %10.1f us  (total %.1f us)\n",
+                     name.c_str(), op_type_name(op.type), static_cast<long long>(op.rows),
+                     static_cast<long long>(op.width), micros, total_);
     }
 
-private:
+  private:
     int target_;
     int graphs_ = 0;
     double total_ = 0;

@@ -22,9 +22,15 @@ InterruptGuard::InterruptGuard() {
     sigaction(SIGINT, &action, &g_previous);
 }
 
-InterruptGuard::~InterruptGuard() { sigaction(SIGINT, &g_previous, nullptr); }
+InterruptGuard::~InterruptGuard() {
+    sigaction(SIGINT, &g_previous, nullptr);
+}
 
-const std::atomic<bool>& InterruptGuard::flag() { return g_interrupted; }
-void InterruptGuard::clear() { g_interrupted.store(false); }
+const std::atomic<bool>& InterruptGuard::flag() {
+    return g_interrupted;
+}
+void InterruptGuard::clear() {
+    g_interrupted.store(false);
+}
 
 }  // namespace minfer::cli

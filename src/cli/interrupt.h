@@ -7,7 +7,7 @@
 namespace minfer::cli {
 
 class InterruptGuard {
-public:
+  public:
     InterruptGuard();   // installs the SIGINT handler
     ~InterruptGuard();  // restores the previous one
     InterruptGuard(const InterruptGuard&) = delete;

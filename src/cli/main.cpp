@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
     app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
         // Point at the help of the subcommand being parsed, if any.
         std::string hint = "minfer --help";
-        for (const CLI::App* sub : failed->get_subcommands()) hint = "minfer " + sub->get_name() + " --help";
+        for (const CLI::App* sub : failed->get_subcommands())
+            hint = "minfer " + sub->get_name() + " --help";
         return std::string("minfer: error: ") + e.what() + " (see " + hint + ")\n";
     });
 
@@ -58,7 +59,8 @@ int main(int argc, char** argv) {
             sub = app.get_subcommand(help_topic);
         } catch (const CLI::OptionNotFound&) {
         }
-        if (sub == nullptr) throw minfer::UsageError("unknown command '" + help_topic + "'; see minfer --help");
+        if (sub == nullptr)
+            throw minfer::UsageError("unknown command '" + help_topic + "'; see minfer --help");
         std::cout << sub->help();
     });
 

@@ -22,7 +22,8 @@ unsigned touch_pages(const GgufFile& file, ProgressBar& bar) {
         const auto bytes = part.bytes;
         for (std::size_t i = 0; i < bytes.size(); i += kPage) {
             sum += static_cast<unsigned>(bytes[i]);
-            if ((i & ((std::size_t{1} << 24) - 1)) == 0) bar.update((done + static_cast<double>(i)) / total, "reading weights");
+            if ((i & ((std::size_t{1} << 24) - 1)) == 0)
+                bar.update((done + static_cast<double>(i)) / total, "reading weights");
         }
         done += static_cast<double>(bytes.size());
     }
@@ -35,8 +36,9 @@ unsigned touch_pages(const GgufFile& file, ProgressBar& bar) {
 LoadedModel load_model_for_cli(const std::string& reference, bool quiet) {
     for (const char* scheme : {"hf:", "ollama:", "hf://", "https://", "http://"}) {
         if (reference.rfind(scheme, 0) == 0) {
-            throw UnsupportedError(concat("'", reference, "': downloading models (", scheme,
-                                          ") is not supported yet; download the GGUF file and pass its path"));
+            throw UnsupportedError(
+                concat("'", reference, "': downloading models (", scheme,
+                       ") is not supported yet; download the GGUF file and pass its path"));
         }
     }
     const auto start = std::chrono::steady_clock::now();
@@ -47,12 +49,14 @@ LoadedModel load_model_for_cli(const std::string& reference, bool quiet) {
         volatile unsigned sink = touch_pages(loaded.model->file(), bar);
         (void)sink;
     }
-    loaded.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    loaded.load_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!quiet) {
         const Model& m = *loaded.model;
         std::fprintf(stderr, "minfer: loaded %s (%s, %s parameters, %s) in %.0f ms\n",
                      m.file().path().filename().c_str(), m.hparams().architecture.c_str(),
-                     format_count(m.n_params()).c_str(), format_mib(m.file().file_size()).c_str(), loaded.load_ms);
+                     format_count(m.n_params()).c_str(), format_mib(m.file().file_size()).c_str(),
+                     loaded.load_ms);
     }
     return loaded;
 }

@@ -19,7 +19,8 @@ void ProgressBar::update(double fraction, std::string_view label) {
     const int filled = percent * kWidth / 100;
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.append(static_cast<std::size_t>(kWidth - filled), '-');
-    std::fprintf(stderr, "\r\033[K[%s] %3d%%  %.*s", bar.c_str(), percent, static_cast<int>(label.size()), label.data());
+    std::fprintf(stderr, "\r\033[K[%s] %3d%%  %.*s", bar.c_str(), percent,
+                 static_cast<int>(label.size()), label.data());
     std::fflush(stderr);
 }
 

@@ -8,7 +8,7 @@
 namespace minfer::cli {
 
 class ProgressBar {
-public:
+  public:
     ProgressBar();  // enabled iff stderr is a terminal
     bool enabled() const { return enabled_; }
     // fraction in [0, 1]; redraws only when the shown percentage or label changes.
@@ -16,7 +16,7 @@ public:
     // Clears the line.
     void finish();
 
-private:
+  private:
     bool enabled_;
     int last_percent_ = -1;
     std::string last_label_;

@@ -8,7 +8,8 @@ namespace minfer::cli {
 
 void add_prompt_flags(CLI::App* cmd, PromptFlags& f) {
     auto* tokens = cmd->add_option("--tokens", f.tokens, "Token ids, comma-separated: 1,2,3");
-    auto* prompt = cmd->add_option("-p,--prompt", f.prompt, "Text, tokenized with the model's vocabulary");
+    auto* prompt =
+        cmd->add_option("-p,--prompt", f.prompt, "Text, tokenized with the model's vocabulary");
     tokens->excludes(prompt);
     prompt->each([&f](const std::string&) { f.has_prompt = true; });
 }
@@ -16,7 +17,8 @@ void add_prompt_flags(CLI::App* cmd, PromptFlags& f) {
 std::vector<int32_t> prompt_tokens(const Model& model, const PromptFlags& f) {
     if (f.has_prompt) {
         // As llama.cpp tokenizes a prompt: BOS/EOS per the model, special-token text parsed.
-        return Tokenizer::from_gguf(model.metadata()).tokenize(f.prompt, /*add_special=*/true, /*parse_special=*/true);
+        return Tokenizer::from_gguf(model.metadata())
+            .tokenize(f.prompt, /*add_special=*/true, /*parse_special=*/true);
     }
     if (f.tokens.empty()) throw UsageError("give the input as --tokens 1,2,3 or --prompt TEXT");
     return parse_token_list(f.tokens);

@@ -9,16 +9,30 @@ namespace minfer::cli {
 
 void add_sampling_flags(CLI::App* cmd, SamplingFlags& f) {
     SamplingParams& p = f.params;
-    cmd->add_option("--temp", p.temperature, "Temperature; 0 = greedy (the most likely token)")->capture_default_str();
-    cmd->add_option("--top-k", p.top_k, "Keep the K most likely tokens (0 = off)")->capture_default_str();
-    cmd->add_option("--top-p", p.top_p, "Keep the smallest set of tokens with probability >= P (1 = off)")->capture_default_str();
-    cmd->add_option("--min-p", p.min_p, "Drop tokens below P x the best token's probability (0 = off)")->capture_default_str();
-    cmd->add_option("--typical-p", p.typical_p, "Locally typical sampling (1 = off)")->capture_default_str();
-    cmd->add_option("--repeat-penalty", p.repeat_penalty, "Penalty for repeated tokens (1 = off)")->capture_default_str();
-    cmd->add_option("--repeat-last-n", p.penalty_last_n, "Tokens the penalties look back at (-1 = all)")->capture_default_str();
-    cmd->add_option("--presence-penalty", p.presence_penalty, "Subtracted once from seen tokens")->capture_default_str();
-    cmd->add_option("--frequency-penalty", p.frequency_penalty, "Subtracted per occurrence from seen tokens")->capture_default_str();
-    cmd->add_option("--logit-bias", f.logit_bias, "Bias a token: ID+BIAS, ID-BIAS or ID-inf (repeatable)");
+    cmd->add_option("--temp", p.temperature, "Temperature; 0 = greedy (the most likely token)")
+        ->capture_default_str();
+    cmd->add_option("--top-k", p.top_k, "Keep the K most likely tokens (0 = off)")
+        ->capture_default_str();
+    cmd->add_option("--top-p", p.top_p,
+                    "Keep the smallest set of tokens with probability >= P (1 = off)")
+        ->capture_default_str();
+    cmd->add_option("--min-p", p.min_p,
+                    "Drop tokens below P x the best token's probability (0 = off)")
+        ->capture_default_str();
+    cmd->add_option("--typical-p", p.typical_p, "Locally typical sampling (1 = off)")
+        ->capture_default_str();
+    cmd->add_option("--repeat-penalty", p.repeat_penalty, "Penalty for repeated tokens (1 = off)")
+        ->capture_default_str();
+    cmd->add_option("--repeat-last-n", p.penalty_last_n,
+                    "Tokens the penalties look back at (-1 = all)")
+        ->capture_default_str();
+    cmd->add_option("--presence-penalty", p.presence_penalty, "Subtracted once from seen tokens")
+        ->capture_default_str();
+    cmd->add_option("--frequency-penalty", p.frequency_penalty,
+                    "Subtracted per occurrence from seen tokens")
+        ->capture_default_str();
+    cmd->add_option("--logit-bias", f.logit_bias,
+                    "Bias a token: ID+BIAS, ID-BIAS or ID-inf (repeatable)");
     cmd->add_option("-s,--seed", f.seed, "Random seed (-1 = random)")->capture_default_str();
 }
 
@@ -41,7 +55,8 @@ std::pair<int32_t, float> parse_logit_bias(const std::string& text) {
         }
         return {id, text[sign] == '-' ? -bias : bias};
     } catch (const std::exception&) {
-        throw UsageError(concat("--logit-bias '", text, "': expected ID+BIAS, ID-BIAS or ID-inf, e.g. 15043+1.5"));
+        throw UsageError(concat("--logit-bias '", text,
+                                "': expected ID+BIAS, ID-BIAS or ID-inf, e.g. 15043+1.5"));
     }
 }
 
@@ -53,7 +68,9 @@ SamplingParams to_sampling_params(const SamplingFlags& f) {
         const auto [id, bias] = parse_logit_bias(item);
         p.logit_bias[id] += bias;
     }
-    if (f.seed < -1) throw UsageError(concat("--seed must be -1 (random) or a non-negative number, got ", f.seed));
+    if (f.seed < -1)
+        throw UsageError(
+            concat("--seed must be -1 (random) or a non-negative number, got ", f.seed));
     p.seed = f.seed == -1 ? std::random_device{}() : static_cast<uint64_t>(f.seed);
     p.validate();
     return p;

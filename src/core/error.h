@@ -11,31 +11,31 @@
 namespace minfer {
 
 class Error : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 // A file (GGUF, template, JSON) whose contents break the format's rules.
 class FormatError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 // A valid input that asks for something minfer does not implement (yet).
 class UnsupportedError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 // A bad value given by the user (command-line flag, request field).
 class UsageError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 // An operating-system failure: open, mmap, write, rename.
 class IoError : public Error {
-public:
+  public:
     using Error::Error;
 };
 

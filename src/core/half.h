@@ -19,9 +19,8 @@ inline float f16_to_f32(uint16_t h) {
     constexpr float kMagicBias = 0.5f;
     const float denormalized = std::bit_cast<float>((two_w >> 17) | kMagicMask) - kMagicBias;
     constexpr uint32_t kDenormalCutoff = 1u << 27;
-    const uint32_t result =
-        sign | (two_w < kDenormalCutoff ? std::bit_cast<uint32_t>(denormalized)
-                                        : std::bit_cast<uint32_t>(normalized));
+    const uint32_t result = sign | (two_w < kDenormalCutoff ? std::bit_cast<uint32_t>(denormalized)
+                                                            : std::bit_cast<uint32_t>(normalized));
     return std::bit_cast<float>(result);
 }
 
@@ -42,7 +41,9 @@ inline uint16_t f32_to_f16(float f) {
     return static_cast<uint16_t>((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
 
-inline float bf16_to_f32(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+inline float bf16_to_f32(uint16_t h) {
+    return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+}
 
 inline uint16_t f32_to_bf16(float f) {
     const uint32_t u = std::bit_cast<uint32_t>(f);

@@ -13,7 +13,11 @@ using LogSink = std::function<void(LogLevel, std::string_view)>;
 
 void set_log_sink(LogSink sink);
 void log_message(LogLevel level, std::string_view message);
-inline void log_warning(std::string_view message) { log_message(LogLevel::Warning, message); }
-inline void log_info(std::string_view message) { log_message(LogLevel::Info, message); }
+inline void log_warning(std::string_view message) {
+    log_message(LogLevel::Warning, message);
+}
+inline void log_info(std::string_view message) {
+    log_message(LogLevel::Info, message);
+}
 
 }  // namespace minfer

@@ -36,8 +36,8 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
         if (p == MAP_FAILED) {
             const int err = errno;
             ::close(fd);
-            throw IoError(concat(path.string(), ": cannot map ", size_, " bytes: ",
-                                 std::strerror(err)));
+            throw IoError(
+                concat(path.string(), ": cannot map ", size_, " bytes: ", std::strerror(err)));
         }
         data_ = static_cast<const std::byte*>(p);
     }
@@ -45,7 +45,9 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
     ::close(fd);
 }
 
-MappedFile::~MappedFile() { release(); }
+MappedFile::~MappedFile() {
+    release();
+}
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : path_(std::move(other.path_)),

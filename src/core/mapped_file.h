@@ -10,7 +10,7 @@
 namespace minfer {
 
 class MappedFile {
-public:
+  public:
     // Throws IoError naming the path when the file cannot be opened or mapped.
     explicit MappedFile(const std::filesystem::path& path);
     ~MappedFile();
@@ -23,7 +23,7 @@ public:
     std::size_t size() const { return size_; }
     const std::filesystem::path& path() const { return path_; }
 
-private:
+  private:
     void release() noexcept;
 
     std::filesystem::path path_;

@@ -14,7 +14,7 @@
 namespace minfer {
 
 class SpinBarrier {
-public:
+  public:
     explicit SpinBarrier(int n_threads) : n_threads_(n_threads) {}
 
     void arrive_and_wait() {
@@ -34,7 +34,7 @@ public:
         }
     }
 
-private:
+  private:
     static constexpr int kSpinsBeforeYield = 1 << 14;
     static void pause() {
 #if defined(__x86_64__) || defined(__i386__)

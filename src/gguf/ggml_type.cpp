@@ -42,7 +42,9 @@ std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t id) {
     return kTraits[id];
 }
 
-const GgmlTypeTraits& traits(GgmlType type) { return kTraits[static_cast<uint32_t>(type)]; }
+const GgmlTypeTraits& traits(GgmlType type) {
+    return kTraits[static_cast<uint32_t>(type)];
+}
 
 std::optional<GgmlType> ggml_type_from_name(std::string_view name) {
     for (uint32_t id = 0; id < kGgmlTypeCount; ++id) {

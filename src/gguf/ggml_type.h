@@ -11,16 +11,44 @@
 namespace minfer {
 
 enum class GgmlType : uint32_t {
-    F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3,
+    F32 = 0,
+    F16 = 1,
+    Q4_0 = 2,
+    Q4_1 = 3,
     // 4, 5: Q4_2 and Q4_3, removed before GGUF existed.
-    Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-    Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
-    IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
-    IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
+    Q5_0 = 6,
+    Q5_1 = 7,
+    Q8_0 = 8,
+    Q8_1 = 9,
+    Q2_K = 10,
+    Q3_K = 11,
+    Q4_K = 12,
+    Q5_K = 13,
+    Q6_K = 14,
+    Q8_K = 15,
+    IQ2_XXS = 16,
+    IQ2_XS = 17,
+    IQ3_XXS = 18,
+    IQ1_S = 19,
+    IQ4_NL = 20,
+    IQ3_S = 21,
+    IQ2_S = 22,
+    IQ4_XS = 23,
+    I8 = 24,
+    I16 = 25,
+    I32 = 26,
+    I64 = 27,
+    F64 = 28,
+    IQ1_M = 29,
+    BF16 = 30,
     // 31, 32, 33: Q4_0_4_4, Q4_0_4_8, Q4_0_8_8, removed in favour of repacking at load.
-    TQ1_0 = 34, TQ2_0 = 35,
+    TQ1_0 = 34,
+    TQ2_0 = 35,
     // 36, 37, 38: IQ4_NL_4_4, IQ4_NL_4_8, IQ4_NL_8_8, never written to files.
-    MXFP4 = 39, NVFP4 = 40, Q1_0 = 41, Q2_0 = 42,
+    MXFP4 = 39,
+    NVFP4 = 40,
+    Q1_0 = 41,
+    Q2_0 = 42,
 };
 
 inline constexpr uint32_t kGgmlTypeCount = 43;
@@ -37,9 +65,15 @@ std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t id);
 
 // Traits of a valid (non-removed) type.
 const GgmlTypeTraits& traits(GgmlType type);
-inline std::string_view type_name(GgmlType type) { return traits(type).name; }
-inline int64_t block_size(GgmlType type) { return traits(type).block_size; }
-inline std::size_t type_size(GgmlType type) { return traits(type).type_size; }
+inline std::string_view type_name(GgmlType type) {
+    return traits(type).name;
+}
+inline int64_t block_size(GgmlType type) {
+    return traits(type).block_size;
+}
+inline std::size_t type_size(GgmlType type) {
+    return traits(type).type_size;
+}
 
 // Bytes taken by a row of n_elements (n_elements must be a multiple of the block size).
 inline std::size_t row_size(GgmlType type, int64_t n_elements) {

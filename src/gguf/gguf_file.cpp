@@ -15,9 +15,11 @@ GgufFile::Part map_and_parse(const std::filesystem::path& path) {
     return {path, std::move(mapping), bytes, std::move(contents)};
 }
 
-int64_t split_key(const GgufMetadata& meta, std::string_view key, const std::filesystem::path& path) {
+int64_t split_key(const GgufMetadata& meta, std::string_view key,
+                  const std::filesystem::path& path) {
     if (!meta.contains(key)) {
-        throw FormatError(concat(path.string(), ": part of a split model without the '", key, "' key"));
+        throw FormatError(
+            concat(path.string(), ": part of a split model without the '", key, "' key"));
     }
     return meta.get_int(key);
 }
@@ -34,8 +36,7 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
 
     GgufFile file;
     file.parts_.push_back(map_and_parse(path));
-    const int64_t count_in_file =
-        file.metadata().get_int_optional("split.count").value_or(1);
+    const int64_t count_in_file = file.metadata().get_int_optional("split.count").value_or(1);
     const int name_count = split ? split->count : 1;
 
     if (count_in_file > 1 || name_count > 1) {
@@ -61,7 +62,8 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
             const auto& part = file.parts_[i];
             const int64_t no = split_key(part.contents.metadata, "split.no", part.path);
             if (no != static_cast<int64_t>(i)) {
-                throw FormatError(concat(part.path.string(), ": split.no is ", no, ", expected ", i));
+                throw FormatError(
+                    concat(part.path.string(), ": split.no is ", no, ", expected ", i));
             }
             const int64_t count = split_key(part.contents.metadata, "split.count", part.path);
             if (count != name_count) {
@@ -72,8 +74,9 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
         }
         const int64_t declared = split_key(file.metadata(), "split.tensors.count", path);
         if (declared < 0 || static_cast<uint64_t>(declared) != n_tensors) {
-            throw FormatError(concat(path.string(), ": split.tensors.count is ", declared, " but the ",
-                                     name_count, " parts hold ", n_tensors, " tensors"));
+            throw FormatError(concat(path.string(), ": split.tensors.count is ", declared,
+                                     " but the ", name_count, " parts hold ", n_tensors,
+                                     " tensors"));
         }
     }
     file.index_tensors();
@@ -107,7 +110,8 @@ const TensorInfo* GgufFile::find_tensor(std::string_view name) const {
 
 const TensorInfo& GgufFile::tensor(std::string_view name) const {
     const TensorInfo* t = find_tensor(name);
-    if (t == nullptr) throw FormatError(concat(path().string(), ": tensor '", name, "' is missing"));
+    if (t == nullptr)
+        throw FormatError(concat(path().string(), ": tensor '", name, "' is missing"));
     return *t;
 }
 
@@ -126,7 +130,8 @@ std::filesystem::path resolve_model_path(const std::filesystem::path& path) {
 
     std::vector<std::filesystem::path> ggufs;
     for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
-        if (entry.is_regular_file() && entry.path().extension() == ".gguf") ggufs.push_back(entry.path());
+        if (entry.is_regular_file() && entry.path().extension() == ".gguf")
+            ggufs.push_back(entry.path());
     }
     std::sort(ggufs.begin(), ggufs.end());
     // The parts of one split model count as one model, entered through part 1.
@@ -136,11 +141,12 @@ std::filesystem::path resolve_model_path(const std::filesystem::path& path) {
         if (!split || split->index == 1) models.push_back(p);
     }
     if (models.size() == 1) return models.front();
-    if (models.empty()) throw IoError(concat(path.string(), ": is a directory with no .gguf file in it"));
+    if (models.empty())
+        throw IoError(concat(path.string(), ": is a directory with no .gguf file in it"));
     std::string list;
     for (const auto& m : models) list += concat(list.empty() ? "" : ", ", m.filename().string());
-    throw UsageError(concat(path.string(), ": is a directory; GGUF files in it: ", list,
-                            " (name one of them)"));
+    throw UsageError(
+        concat(path.string(), ": is a directory; GGUF files in it: ", list, " (name one of them)"));
 }
 
 }  // namespace minfer

@@ -17,7 +17,7 @@
 namespace minfer {
 
 class GgufFile {
-public:
+  public:
     struct Part {
         std::filesystem::path path;
         std::unique_ptr<MappedFile> mapping;  // null when parsed from caller-owned bytes
@@ -49,13 +49,15 @@ public:
     // Bytes of all parts on disk.
     uint64_t file_size() const;
 
-private:
+  private:
     GgufFile() = default;
     void index_tensors();
 
     struct StringHash {
         using is_transparent = void;
-        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+        std::size_t operator()(std::string_view s) const {
+            return std::hash<std::string_view>{}(s);
+        }
     };
 
     std::vector<Part> parts_;

@@ -15,7 +15,7 @@
 namespace minfer {
 
 class GgufMetadata {
-public:
+  public:
     struct Entry {
         std::string key;
         GgufValue value;
@@ -65,7 +65,7 @@ public:
     const GgufArray& get_array(std::string_view key) const;
     const GgufArray* get_array_optional(std::string_view key) const;
 
-private:
+  private:
     const GgufValue& require(std::string_view key) const;
 
     // Runs an accessor, prefixing its Error with the source and key.
@@ -80,7 +80,9 @@ private:
 
     struct StringHash {
         using is_transparent = void;
-        std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+        std::size_t operator()(std::string_view s) const {
+            return std::hash<std::string_view>{}(s);
+        }
     };
 
     std::string source_;

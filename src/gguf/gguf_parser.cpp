@@ -9,7 +9,8 @@
 
 namespace minfer {
 
-static_assert(std::endian::native == std::endian::little, "GGUF is little-endian; so must the host be");
+static_assert(std::endian::native == std::endian::little,
+              "GGUF is little-endian; so must the host be");
 
 std::string TensorInfo::shape_string() const {
     std::string out = "[";
@@ -24,14 +25,17 @@ namespace {
 
 // Smallest encodings, used to reject counts that the remaining bytes cannot hold before
 // anything is allocated.
-constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;      // key length, 1-byte key, type, u8 value
+constexpr uint64_t kMinKvBytes = 8 + 1 + 4 + 1;          // key length, 1-byte key, type, u8 value
 constexpr uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;  // name length, n_dims, type, offset
 
 uint64_t min_encoded_size(GgufType type) {
     switch (type) {
-        case GgufType::String: return 8;
-        case GgufType::Array: return 4 + 8;
-        default: return gguf_scalar_size(type);
+        case GgufType::String:
+            return 8;
+        case GgufType::Array:
+            return 4 + 8;
+        default:
+            return gguf_scalar_size(type);
     }
 }
 
@@ -52,7 +56,7 @@ std::string printable_magic(std::span<const std::byte> bytes) {
 }
 
 class Cursor {
-public:
+  public:
     Cursor(std::span<const std::byte> bytes, const std::string& file_name)
         : bytes_(bytes), file_name_(file_name) {}
 
@@ -66,8 +70,8 @@ public:
     // Makes sure n more bytes exist; `what` says what was being read.
     void need(uint64_t n, std::string_view what) const {
         if (n > remaining()) {
-            fail_at(pos_, concat("truncated while reading ", what, ": need ", n,
-                                 " bytes, only ", remaining(), " left in the file"));
+            fail_at(pos_, concat("truncated while reading ", what, ": need ", n, " bytes, only ",
+                                 remaining(), " left in the file"));
         }
     }
 
@@ -103,14 +107,14 @@ public:
         return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
     }
 
-private:
+  private:
     std::span<const std::byte> bytes_;
     const std::string& file_name_;
     uint64_t pos_ = 0;
 };
 
 class Parser {
-public:
+  public:
     Parser(std::span<const std::byte> file, const std::string& file_name)
         : file_(file), name_(file_name), in_(file, file_name) {}
 
@@ -122,7 +126,7 @@ public:
         return std::move(out_);
     }
 
-private:
+  private:
     void read_header() {
         if (file_.size() < 4) {
             throw FormatError(concat(name_, ": not a GGUF file: ", file_.size(),
@@ -130,39 +134,46 @@ private:
         }
         auto magic = file_.first(4);
         if (std::memcmp(magic.data(), "GGUF", 4) != 0) {
-            throw FormatError(concat(name_, ": not a GGUF file: magic is '",
-                                     printable_magic(magic), "', expected 'GGUF'"));
+            throw FormatError(concat(name_, ": not a GGUF file: magic is '", printable_magic(magic),
+                                     "', expected 'GGUF'"));
         }
         in_.take(4, "magic");
         const uint64_t version_at = in_.position();
         const auto version = in_.read<uint32_t>("version");
         if (version == 0) in_.fail_at(version_at, "bad GGUF version 0");
         if ((version & 0xFFFF) == 0) {
-            in_.fail_at(version_at, concat("GGUF version ", version,
-                                           " is impossibly large: the file was written with the "
-                                           "other byte order (big-endian), which minfer does not read"));
+            in_.fail_at(version_at,
+                        concat("GGUF version ", version,
+                               " is impossibly large: the file was written with the "
+                               "other byte order (big-endian), which minfer does not read"));
         }
-        if (version == 1) in_.fail_at(version_at, "GGUF version 1 is no longer supported; convert the file again");
+        if (version == 1)
+            in_.fail_at(version_at,
+                        "GGUF version 1 is no longer supported; convert the file again");
         if (version > kGgufVersion) {
-            in_.fail_at(version_at, concat("GGUF version ", version,
-                                           " is newer than this software supports (up to ",
-                                           kGgufVersion, ")"));
+            in_.fail_at(version_at,
+                        concat("GGUF version ", version,
+                               " is newer than this software supports (up to ", kGgufVersion, ")"));
         }
         out_.version = version;
 
         const uint64_t counts_at = in_.position();
         n_tensors_ = in_.read<int64_t>("tensor count");
         n_kv_ = in_.read<int64_t>("metadata key-value count");
-        if (n_tensors_ < 0) in_.fail_at(counts_at, concat("tensor count is negative: ", n_tensors_));
-        if (n_kv_ < 0) in_.fail_at(counts_at + 8, concat("metadata key-value count is negative: ", n_kv_));
+        if (n_tensors_ < 0)
+            in_.fail_at(counts_at, concat("tensor count is negative: ", n_tensors_));
+        if (n_kv_ < 0)
+            in_.fail_at(counts_at + 8, concat("metadata key-value count is negative: ", n_kv_));
         const uint64_t remaining = in_.remaining();
         if (static_cast<uint64_t>(n_kv_) > remaining / kMinKvBytes) {
-            in_.fail_at(counts_at + 8, concat("metadata key-value count ", n_kv_, " is more than the ",
-                                              remaining, " remaining bytes could hold"));
+            in_.fail_at(counts_at + 8,
+                        concat("metadata key-value count ", n_kv_, " is more than the ", remaining,
+                               " remaining bytes could hold"));
         }
         if (static_cast<uint64_t>(n_tensors_) > remaining / kMinTensorInfoBytes ||
             static_cast<uint64_t>(n_kv_) * kMinKvBytes +
-                    static_cast<uint64_t>(n_tensors_) * kMinTensorInfoBytes > remaining) {
+                    static_cast<uint64_t>(n_tensors_) * kMinTensorInfoBytes >
+                remaining) {
             in_.fail_at(counts_at, concat("tensor count ", n_tensors_, " (with ", n_kv_,
                                           " key-value pairs) is more than the ", remaining,
                                           " remaining bytes could hold"));
@@ -174,7 +185,8 @@ private:
         const uint64_t at = in_.position();
         const auto raw = in_.read<uint32_t>(what);
         if (raw >= kGgufTypeCount) {
-            in_.fail_at(at, concat(what, " is ", raw, ", not one of the 13 GGUF value types (0..12)"));
+            in_.fail_at(at,
+                        concat(what, " is ", raw, ", not one of the 13 GGUF value types (0..12)"));
         }
         return static_cast<GgufType>(raw);
     }
@@ -183,13 +195,16 @@ private:
         const uint64_t at = in_.position();
         switch (type) {
             case GgufType::String:
-                return GgufValue::string_view(in_.read_string(concat("string value of key '", key, "'")));
+                return GgufValue::string_view(
+                    in_.read_string(concat("string value of key '", key, "'")));
             case GgufType::Array:
                 return GgufValue::array(read_array(key, depth + 1));
             case GgufType::Bool: {
                 auto bytes = in_.take(1, "bool value");
                 const auto b = static_cast<uint8_t>(bytes[0]);
-                if (b > 1) in_.fail_at(at, concat("key '", key, "': bool value is ", int(b), ", expected 0 or 1"));
+                if (b > 1)
+                    in_.fail_at(
+                        at, concat("key '", key, "': bool value is ", int(b), ", expected 0 or 1"));
                 return GgufValue::scalar_from_bytes(type, bytes.data());
             }
             default: {
@@ -202,7 +217,8 @@ private:
     GgufArray read_array(std::string_view key, int depth) {
         const uint64_t at = in_.position();
         if (depth > kGgufMaxArrayDepth) {
-            in_.fail_at(at, concat("key '", key, "': arrays nested deeper than ", kGgufMaxArrayDepth, " levels"));
+            in_.fail_at(at, concat("key '", key, "': arrays nested deeper than ",
+                                   kGgufMaxArrayDepth, " levels"));
         }
         const GgufType element_type = read_type(concat("element type of array '", key, "'"));
         const uint64_t count_at = in_.position();
@@ -213,14 +229,16 @@ private:
         }
         const uint64_t min_size = min_encoded_size(element_type);
         if (count > in_.remaining() / min_size) {
-            in_.fail_at(count_at, concat("key '", key, "': array of ", count, " ",
-                                         gguf_type_name(element_type), " elements needs at least ",
-                                         count * min_size, " bytes, only ", in_.remaining(), " remain"));
+            in_.fail_at(count_at,
+                        concat("key '", key, "': array of ", count, " ",
+                               gguf_type_name(element_type), " elements needs at least ",
+                               count * min_size, " bytes, only ", in_.remaining(), " remain"));
         }
         switch (element_type) {
             case GgufType::String: {
                 std::vector<std::string_view> strings(count);
-                // Built once: formatting it per element cost more than parsing (300k-token vocabularies).
+                // Built once: formatting it per element cost more than parsing (300k-token
+                // vocabularies).
                 const std::string what = concat("string element of array '", key, "'");
                 for (auto& s : strings) s = in_.read_string(what);
                 return GgufArray::view_strings(std::move(strings));
@@ -228,21 +246,24 @@ private:
             case GgufType::Array: {
                 std::vector<GgufValue> nested;
                 nested.reserve(count);
-                for (uint64_t i = 0; i < count; ++i) nested.push_back(GgufValue::array(read_array(key, depth + 1)));
+                for (uint64_t i = 0; i < count; ++i)
+                    nested.push_back(GgufValue::array(read_array(key, depth + 1)));
                 return GgufArray::of_arrays(std::move(nested));
             }
             case GgufType::Bool: {
                 auto bytes = in_.take(count, "bool array");
                 for (uint64_t i = 0; i < count; ++i) {
                     if (static_cast<uint8_t>(bytes[i]) > 1) {
-                        in_.fail_at(count_at + 8 + i, concat("key '", key, "': bool element ", i, " is ",
-                                                             int(bytes[i]), ", expected 0 or 1"));
+                        in_.fail_at(count_at + 8 + i,
+                                    concat("key '", key, "': bool element ", i, " is ",
+                                           int(bytes[i]), ", expected 0 or 1"));
                     }
                 }
                 return GgufArray::view_raw(element_type, count, bytes);
             }
             default:
-                return GgufArray::view_raw(element_type, count, in_.take(count * min_size, "array elements"));
+                return GgufArray::view_raw(element_type, count,
+                                           in_.take(count * min_size, "array elements"));
         }
     }
 
@@ -268,7 +289,8 @@ private:
         }
         const auto alignment = value.get<uint32_t>();
         if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
-            in_.fail_at(at, concat("general.alignment is ", alignment, ", expected a non-zero power of two"));
+            in_.fail_at(at, concat("general.alignment is ", alignment,
+                                   ", expected a non-zero power of two"));
         }
         out_.alignment = alignment;
     }
@@ -285,18 +307,22 @@ private:
                 in_.fail_at(at, concat("tensor ", i, " has a name of ", name.size(),
                                        " bytes, the limit is ", kGgmlMaxName - 1));
             }
-            if (!names.insert(name).second) in_.fail_at(at, concat("duplicate tensor name '", name, "'"));
+            if (!names.insert(name).second)
+                in_.fail_at(at, concat("duplicate tensor name '", name, "'"));
             t.name = std::string(name);
             const std::string label = concat("tensor '", t.name, "'");
 
             const uint64_t dims_at = in_.position();
             t.n_dims = in_.read<uint32_t>("number of dimensions");
             if (t.n_dims > kGgmlMaxDims) {
-                in_.fail_at(dims_at, concat(label, " has ", t.n_dims, " dimensions, at most ", kGgmlMaxDims, " allowed"));
+                in_.fail_at(dims_at, concat(label, " has ", t.n_dims, " dimensions, at most ",
+                                            kGgmlMaxDims, " allowed"));
             }
             for (uint32_t d = 0; d < t.n_dims; ++d) {
                 const auto ne = in_.read<int64_t>("dimension");
-                if (ne < 0) in_.fail_at(dims_at + 4 + 8 * d, concat(label, " has negative dimension ", d, ": ", ne));
+                if (ne < 0)
+                    in_.fail_at(dims_at + 4 + 8 * d,
+                                concat(label, " has negative dimension ", d, ": ", ne));
                 t.ne[d] = ne;
             }
             // Element count must fit int64 (ggml's own check: divide rather than multiply).
@@ -304,15 +330,16 @@ private:
             if ((t.ne[1] != 0 && t.ne[0] > kMax / t.ne[1]) ||
                 (t.ne[2] != 0 && t.ne[0] * t.ne[1] > kMax / t.ne[2]) ||
                 (t.ne[3] != 0 && t.ne[0] * t.ne[1] * t.ne[2] > kMax / t.ne[3])) {
-                in_.fail_at(dims_at, concat(label, " with shape ", t.shape_string(), " has too many elements"));
+                in_.fail_at(dims_at, concat(label, " with shape ", t.shape_string(),
+                                            " has too many elements"));
             }
 
             const uint64_t type_at = in_.position();
             const auto type_id = in_.read<uint32_t>("tensor type");
             const auto traits = ggml_type_traits(type_id);
             if (!traits) {
-                in_.fail_at(type_at, concat(label, " has type id ", type_id, ", not a ggml type (0..",
-                                            kGgmlTypeCount - 1, ")"));
+                in_.fail_at(type_at, concat(label, " has type id ", type_id,
+                                            ", not a ggml type (0..", kGgmlTypeCount - 1, ")"));
             }
             if (traits->removed) {
                 in_.fail_at(type_at, concat(label, " has type ", traits->name, " (id ", type_id,
@@ -326,12 +353,14 @@ private:
             }
             const uint64_t n_blocks = static_cast<uint64_t>(t.n_elements() / traits->block_size);
             if (n_blocks > std::numeric_limits<uint64_t>::max() / traits->type_size) {
-                in_.fail_at(type_at, concat(label, " with shape ", t.shape_string(), " is too large in bytes"));
+                in_.fail_at(type_at, concat(label, " with shape ", t.shape_string(),
+                                            " is too large in bytes"));
             }
             t.n_bytes = n_blocks * traits->type_size;
             t.nb[0] = traits->type_size;
             t.nb[1] = t.nb[0] * static_cast<uint64_t>(t.ne[0] / traits->block_size);
-            for (std::size_t d = 2; d < kGgmlMaxDims; ++d) t.nb[d] = t.nb[d - 1] * static_cast<uint64_t>(t.ne[d - 1]);
+            for (std::size_t d = 2; d < kGgmlMaxDims; ++d)
+                t.nb[d] = t.nb[d - 1] * static_cast<uint64_t>(t.ne[d - 1]);
 
             t.offset = in_.read<uint64_t>("tensor data offset");
             out_.tensors.push_back(std::move(t));
@@ -340,21 +369,23 @@ private:
 
     void lay_out_data_section() {
         const uint64_t table_end = in_.position();
-        out_.data_offset = out_.tensors.empty() ? table_end : pad_to_alignment(table_end, out_.alignment);
+        out_.data_offset =
+            out_.tensors.empty() ? table_end : pad_to_alignment(table_end, out_.alignment);
 
         // Each tensor must start where the previous one ended, padded to the alignment.
         uint64_t expected = 0;
         uint64_t needed_end = out_.data_offset;  // end of the last byte any tensor uses
         for (auto& t : out_.tensors) {
             if (t.offset != expected) {
-                throw FormatError(concat(name_, ": tensor '", t.name, "' has data offset ", t.offset,
-                                         ", expected ", expected,
-                                         " (the previous tensor's end, padded to ", out_.alignment, ")"));
+                throw FormatError(concat(
+                    name_, ": tensor '", t.name, "' has data offset ", t.offset, ", expected ",
+                    expected, " (the previous tensor's end, padded to ", out_.alignment, ")"));
             }
             const uint64_t padded = pad_to_alignment(t.n_bytes, out_.alignment);
             if (padded < t.n_bytes || expected > std::numeric_limits<uint64_t>::max() - padded ||
                 out_.data_offset > std::numeric_limits<uint64_t>::max() - expected - padded) {
-                throw FormatError(concat(name_, ": tensor '", t.name, "' makes the data section overflow"));
+                throw FormatError(
+                    concat(name_, ": tensor '", t.name, "' makes the data section overflow"));
             }
             needed_end = out_.data_offset + t.offset + t.n_bytes;
             expected += padded;
@@ -363,8 +394,8 @@ private:
 
         if (needed_end > file_.size()) {
             throw FormatError(concat(name_, ": truncated: expected ", needed_end, " bytes, found ",
-                                     file_.size(), " (the data section starts at ", out_.data_offset,
-                                     " and holds ", out_.data_size, " bytes)"));
+                                     file_.size(), " (the data section starts at ",
+                                     out_.data_offset, " and holds ", out_.data_size, " bytes)"));
         }
         for (auto& t : out_.tensors) t.data = file_.subspan(out_.data_offset + t.offset, t.n_bytes);
     }

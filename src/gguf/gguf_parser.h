@@ -30,9 +30,9 @@ struct TensorInfo {
     uint32_t n_dims = 0;
     std::array<int64_t, kGgmlMaxDims> ne = {1, 1, 1, 1};   // elements per dimension
     std::array<uint64_t, kGgmlMaxDims> nb = {0, 0, 0, 0};  // byte strides, as ggml computes them
-    uint64_t offset = 0;   // from the start of the data section
-    uint64_t n_bytes = 0;  // unpadded size of the data
-    std::span<const std::byte> data;  // view into the file's bytes
+    uint64_t offset = 0;                                   // from the start of the data section
+    uint64_t n_bytes = 0;                                  // unpadded size of the data
+    std::span<const std::byte> data;                       // view into the file's bytes
 
     int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
     int64_t n_rows() const { return ne[1] * ne[2] * ne[3]; }

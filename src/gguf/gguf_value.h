@@ -16,8 +16,19 @@
 namespace minfer {
 
 enum class GgufType : uint32_t {
-    Uint8 = 0, Int8 = 1, Uint16 = 2, Int16 = 3, Uint32 = 4, Int32 = 5, Float32 = 6, Bool = 7,
-    String = 8, Array = 9, Uint64 = 10, Int64 = 11, Float64 = 12,
+    Uint8 = 0,
+    Int8 = 1,
+    Uint16 = 2,
+    Int16 = 3,
+    Uint32 = 4,
+    Int32 = 5,
+    Float32 = 6,
+    Bool = 7,
+    String = 8,
+    Array = 9,
+    Uint64 = 10,
+    Int64 = 11,
+    Float64 = 12,
 };
 inline constexpr uint32_t kGgufTypeCount = 13;
 
@@ -28,24 +39,36 @@ bool gguf_is_integer(GgufType type);
 // The GgufType of a C++ scalar type (uint32_t -> Uint32, float -> Float32, bool -> Bool).
 template <class T>
 constexpr GgufType gguf_type_of() {
-    if constexpr (std::is_same_v<T, bool>) return GgufType::Bool;
-    else if constexpr (std::is_same_v<T, uint8_t>) return GgufType::Uint8;
-    else if constexpr (std::is_same_v<T, int8_t>) return GgufType::Int8;
-    else if constexpr (std::is_same_v<T, uint16_t>) return GgufType::Uint16;
-    else if constexpr (std::is_same_v<T, int16_t>) return GgufType::Int16;
-    else if constexpr (std::is_same_v<T, uint32_t>) return GgufType::Uint32;
-    else if constexpr (std::is_same_v<T, int32_t>) return GgufType::Int32;
-    else if constexpr (std::is_same_v<T, float>) return GgufType::Float32;
-    else if constexpr (std::is_same_v<T, uint64_t>) return GgufType::Uint64;
-    else if constexpr (std::is_same_v<T, int64_t>) return GgufType::Int64;
-    else if constexpr (std::is_same_v<T, double>) return GgufType::Float64;
-    else static_assert(sizeof(T) == 0, "not a GGUF scalar type");
+    if constexpr (std::is_same_v<T, bool>)
+        return GgufType::Bool;
+    else if constexpr (std::is_same_v<T, uint8_t>)
+        return GgufType::Uint8;
+    else if constexpr (std::is_same_v<T, int8_t>)
+        return GgufType::Int8;
+    else if constexpr (std::is_same_v<T, uint16_t>)
+        return GgufType::Uint16;
+    else if constexpr (std::is_same_v<T, int16_t>)
+        return GgufType::Int16;
+    else if constexpr (std::is_same_v<T, uint32_t>)
+        return GgufType::Uint32;
+    else if constexpr (std::is_same_v<T, int32_t>)
+        return GgufType::Int32;
+    else if constexpr (std::is_same_v<T, float>)
+        return GgufType::Float32;
+    else if constexpr (std::is_same_v<T, uint64_t>)
+        return GgufType::Uint64;
+    else if constexpr (std::is_same_v<T, int64_t>)
+        return GgufType::Int64;
+    else if constexpr (std::is_same_v<T, double>)
+        return GgufType::Float64;
+    else
+        static_assert(sizeof(T) == 0, "not a GGUF scalar type");
 }
 
 class GgufValue;
 
 class GgufArray {
-public:
+  public:
     GgufArray() = default;
 
     GgufType element_type() const { return element_type_; }
@@ -92,19 +115,19 @@ public:
                               std::span<const std::byte> bytes);
     static GgufArray view_strings(std::vector<std::string_view> strings);
 
-private:
+  private:
     void check_element_type(GgufType expected) const;
 
     GgufType element_type_ = GgufType::Uint8;
     uint64_t count_ = 0;
-    std::span<const std::byte> raw_;          // numeric and bool elements, little-endian
-    std::vector<std::string_view> strings_;   // string elements
-    std::vector<GgufValue> nested_;           // array elements
-    std::shared_ptr<const void> owner_;       // storage behind raw_ or strings_, when owned
+    std::span<const std::byte> raw_;         // numeric and bool elements, little-endian
+    std::vector<std::string_view> strings_;  // string elements
+    std::vector<GgufValue> nested_;          // array elements
+    std::shared_ptr<const void> owner_;      // storage behind raw_ or strings_, when owned
 };
 
 class GgufValue {
-public:
+  public:
     GgufValue() = default;
 
     template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
@@ -118,8 +141,8 @@ public:
         }
         return out;
     }
-    static GgufValue string(std::string s);             // owns a copy
-    static GgufValue string_view(std::string_view s);   // views the caller's bytes
+    static GgufValue string(std::string s);            // owns a copy
+    static GgufValue string_view(std::string_view s);  // views the caller's bytes
     static GgufValue array(GgufArray a);
     // A scalar from its raw little-endian bytes (the parser's path).
     static GgufValue scalar_from_bytes(GgufType type, const std::byte* bytes);
@@ -146,14 +169,14 @@ public:
     // Any numeric type as double.
     double to_double() const;
 
-    std::string_view as_string() const;    // throws Error unless type() == String
-    const GgufArray& as_array() const;     // throws Error unless type() == Array
+    std::string_view as_string() const;  // throws Error unless type() == String
+    const GgufArray& as_array() const;   // throws Error unless type() == Array
 
     // Human-readable rendering: numbers plainly, strings quoted and escaped, arrays as
     // [a, b, ... (N items)] with at most max_items elements (0 = all).
     std::string to_display_string(std::size_t max_items = 0) const;
 
-private:
+  private:
     void check_type(GgufType expected) const;
 
     GgufType type_ = GgufType::Uint8;

@@ -13,7 +13,7 @@ namespace minfer {
 namespace {
 
 class Out {
-public:
+  public:
     explicit Out(std::ostream& out) : out_(out) {}
 
     template <class T>
@@ -39,7 +39,7 @@ public:
     }
     uint64_t written() const { return written_; }
 
-private:
+  private:
     std::ostream& out_;
     uint64_t written_ = 0;
 };
@@ -48,19 +48,45 @@ void write_array(Out& out, const GgufArray& a);
 
 void write_value_body(Out& out, const GgufValue& v) {
     switch (v.type()) {
-        case GgufType::String: out.string(v.as_string()); break;
-        case GgufType::Array: write_array(out, v.as_array()); break;
-        case GgufType::Bool: out.scalar<uint8_t>(v.get<bool>() ? 1 : 0); break;
-        case GgufType::Uint8: out.scalar(v.get<uint8_t>()); break;
-        case GgufType::Int8: out.scalar(v.get<int8_t>()); break;
-        case GgufType::Uint16: out.scalar(v.get<uint16_t>()); break;
-        case GgufType::Int16: out.scalar(v.get<int16_t>()); break;
-        case GgufType::Uint32: out.scalar(v.get<uint32_t>()); break;
-        case GgufType::Int32: out.scalar(v.get<int32_t>()); break;
-        case GgufType::Float32: out.scalar(v.get<float>()); break;
-        case GgufType::Uint64: out.scalar(v.get<uint64_t>()); break;
-        case GgufType::Int64: out.scalar(v.get<int64_t>()); break;
-        case GgufType::Float64: out.scalar(v.get<double>()); break;
+        case GgufType::String:
+            out.string(v.as_string());
+            break;
+        case GgufType::Array:
+            write_array(out, v.as_array());
+            break;
+        case GgufType::Bool:
+            out.scalar<uint8_t>(v.get<bool>() ? 1 : 0);
+            break;
+        case GgufType::Uint8:
+            out.scalar(v.get<uint8_t>());
+            break;
+        case GgufType::Int8:
+            out.scalar(v.get<int8_t>());
+            break;
+        case GgufType::Uint16:
+            out.scalar(v.get<uint16_t>());
+            break;
+        case GgufType::Int16:
+            out.scalar(v.get<int16_t>());
+            break;
+        case GgufType::Uint32:
+            out.scalar(v.get<uint32_t>());
+            break;
+        case GgufType::Int32:
+            out.scalar(v.get<int32_t>());
+            break;
+        case GgufType::Float32:
+            out.scalar(v.get<float>());
+            break;
+        case GgufType::Uint64:
+            out.scalar(v.get<uint64_t>());
+            break;
+        case GgufType::Int64:
+            out.scalar(v.get<int64_t>());
+            break;
+        case GgufType::Float64:
+            out.scalar(v.get<double>());
+            break;
     }
 }
 
@@ -100,8 +126,10 @@ GgufWriter::PendingTensor GgufWriter::make_pending(std::string name, GgmlType ty
     for (const auto& t : tensors_) {
         if (t.name == name) throw Error(concat("tensor '", name, "' added twice"));
     }
-    if (shape.size() > kGgmlMaxDims) throw Error(concat("tensor '", name, "' has more than 4 dimensions"));
-    if (traits(type).removed) throw Error(concat("tensor '", name, "': type id is removed from ggml"));
+    if (shape.size() > kGgmlMaxDims)
+        throw Error(concat("tensor '", name, "' has more than 4 dimensions"));
+    if (traits(type).removed)
+        throw Error(concat("tensor '", name, "': type id is removed from ggml"));
     uint64_t n = 1;
     for (int64_t d : shape) {
         if (d < 0) throw Error(concat("tensor '", name, "' has a negative dimension"));
@@ -109,8 +137,9 @@ GgufWriter::PendingTensor GgufWriter::make_pending(std::string name, GgmlType ty
     }
     const int64_t row = shape.empty() ? 1 : shape[0];
     if (row % block_size(type) != 0) {
-        throw Error(concat("tensor '", name, "': row of ", row, " elements is not a multiple of the ",
-                           type_name(type), " block size ", block_size(type)));
+        throw Error(concat("tensor '", name, "': row of ", row,
+                           " elements is not a multiple of the ", type_name(type), " block size ",
+                           block_size(type)));
     }
     const uint64_t n_bytes = n / static_cast<uint64_t>(block_size(type)) * type_size(type);
     return {std::move(name), type, std::move(shape), n_bytes, {}, {}};
@@ -120,7 +149,8 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<int64_t
                             std::span<const std::byte> data) {
     PendingTensor t = make_pending(std::move(name), type, std::move(shape));
     if (data.size() != t.n_bytes) {
-        throw Error(concat("tensor '", t.name, "': given ", data.size(), " bytes, its shape needs ", t.n_bytes));
+        throw Error(concat("tensor '", t.name, "': given ", data.size(), " bytes, its shape needs ",
+                           t.n_bytes));
     }
     t.data = data;
     tensors_.push_back(std::move(t));

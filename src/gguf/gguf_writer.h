@@ -18,7 +18,7 @@
 namespace minfer {
 
 class GgufWriter {
-public:
+  public:
     // Fills exactly the tensor's byte size.
     using Producer = std::function<void(std::span<std::byte> out)>;
 
@@ -41,7 +41,7 @@ public:
     // Writes `path` directly (callers wanting atomicity write a temporary and rename).
     void write_file(const std::filesystem::path& path) const;
 
-private:
+  private:
     struct PendingTensor {
         std::string name;
         GgmlType type;

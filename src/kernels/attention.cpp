@@ -32,7 +32,8 @@ HWY_INLINE VF LoadCache(const void* p, int64_t i, bool f16) {
 float LoadCacheScalar(const void* p, int64_t i, bool f16) {
     if (!f16) return static_cast<const float*>(p)[i];
     const hn::CappedTag<float, 1> d1;
-    return hn::GetLane(hn::PromoteTo(d1, hn::LoadU(hn::Rebind<hwy::float16_t, decltype(d1)>(), static_cast<const hwy::float16_t*>(p) + i)));
+    return hn::GetLane(hn::PromoteTo(d1, hn::LoadU(hn::Rebind<hwy::float16_t, decltype(d1)>(),
+                                                   static_cast<const hwy::float16_t*>(p) + i)));
 }
 
 // x rounded to f16 and back (round to nearest even), in place.
@@ -41,15 +42,18 @@ void RoundToF16(float* x, int64_t n) {
     const DH dh;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
     int64_t i = 0;
-    for (; i + lanes <= n; i += lanes) hn::StoreU(hn::PromoteTo(df, hn::DemoteTo(dh, hn::LoadU(df, x + i))), df, x + i);
+    for (; i + lanes <= n; i += lanes)
+        hn::StoreU(hn::PromoteTo(df, hn::DemoteTo(dh, hn::LoadU(df, x + i))), df, x + i);
     const hn::CappedTag<float, 1> d1;
     const hn::Rebind<hwy::float16_t, decltype(d1)> h1;
-    for (; i < n; ++i) hn::StoreU(hn::PromoteTo(d1, hn::DemoteTo(h1, hn::LoadU(d1, x + i))), d1, x + i);
+    for (; i < n; ++i)
+        hn::StoreU(hn::PromoteTo(d1, hn::DemoteTo(h1, hn::LoadU(d1, x + i))), d1, x + i);
 }
 
 // Scores of MC query rows against one tile of 16 keys: scores[m][0..16) = scale * q[m] . k.
 template <int MC>
-void ScoreTile(const float* q, int64_t dk, const void* tile, bool f16, float scale, float* scores, int64_t score_stride) {
+void ScoreTile(const float* q, int64_t dk, const void* tile, bool f16, float scale, float* scores,
+               int64_t score_stride) {
     const DF df;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
     for (int64_t s = 0; s < kTile; s += lanes) {
@@ -59,14 +63,15 @@ void ScoreTile(const float* q, int64_t dk, const void* tile, bool f16, float sca
             const VF k = LoadCache(tile, d * kTile + s, f16);
             for (int j = 0; j < MC; ++j) acc[j] = hn::MulAdd(hn::Set(df, q[j * dk + d]), k, acc[j]);
         }
-        for (int j = 0; j < MC; ++j) hn::StoreU(hn::Mul(acc[j], hn::Set(df, scale)), df, scores + j * score_stride + s);
+        for (int j = 0; j < MC; ++j)
+            hn::StoreU(hn::Mul(acc[j], hn::Set(df, scale)), df, scores + j * score_stride + s);
     }
 }
 
 // out[m][d0 .. d0 + DC*lanes) = sum over keys of p[m][key] * v[key][...] for MC query rows.
 template <int MC, int DC>
-void WeighValues(const float* p, int64_t p_stride, int64_t n_keys, const void* v, int64_t dv, bool f16, int64_t d0,
-                 float* out, int64_t out_stride) {
+void WeighValues(const float* p, int64_t p_stride, int64_t n_keys, const void* v, int64_t dv,
+                 bool f16, int64_t d0, float* out, int64_t out_stride) {
     const DF df;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
     VF acc[MC][DC];
@@ -81,20 +86,24 @@ void WeighValues(const float* p, int64_t p_stride, int64_t n_keys, const void* v
         }
     }
     for (int j = 0; j < MC; ++j)
-        for (int c = 0; c < DC; ++c) hn::StoreU(acc[j][c], df, out + j * out_stride + d0 + c * lanes);
+        for (int c = 0; c < DC; ++c)
+            hn::StoreU(acc[j][c], df, out + j * out_stride + d0 + c * lanes);
 }
 
 template <int MC>
-void WeighValuesRows(const float* p, int64_t p_stride, int64_t n_keys, const void* v, int64_t dv, bool f16,
-                     float* out, int64_t out_stride) {
+void WeighValuesRows(const float* p, int64_t p_stride, int64_t n_keys, const void* v, int64_t dv,
+                     bool f16, float* out, int64_t out_stride) {
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
     int64_t d0 = 0;
-    for (; d0 + 4 * lanes <= dv; d0 += 4 * lanes) WeighValues<MC, 4>(p, p_stride, n_keys, v, dv, f16, d0, out, out_stride);
-    for (; d0 + lanes <= dv; d0 += lanes) WeighValues<MC, 1>(p, p_stride, n_keys, v, dv, f16, d0, out, out_stride);
+    for (; d0 + 4 * lanes <= dv; d0 += 4 * lanes)
+        WeighValues<MC, 4>(p, p_stride, n_keys, v, dv, f16, d0, out, out_stride);
+    for (; d0 + lanes <= dv; d0 += lanes)
+        WeighValues<MC, 1>(p, p_stride, n_keys, v, dv, f16, d0, out, out_stride);
     for (; d0 < dv; ++d0) {  // dimensions beyond whole vectors
         for (int j = 0; j < MC; ++j) {
             float sum = 0.0f;
-            for (int64_t key = 0; key < n_keys; ++key) sum += p[j * p_stride + key] * LoadCacheScalar(v, key * dv + d0, f16);
+            for (int64_t key = 0; key < n_keys; ++key)
+                sum += p[j * p_stride + key] * LoadCacheScalar(v, key * dv + d0, f16);
             out[j * out_stride + d0] = sum;
         }
     }
@@ -127,7 +136,8 @@ void Softmax(float* s, int64_t n) {
     const DF df;
     const int64_t flanes = static_cast<int64_t>(hn::Lanes(df));
     i = 0;
-    for (; i + flanes <= n; i += flanes) hn::StoreU(hn::Mul(hn::LoadU(df, s + i), hn::Set(df, inv)), df, s + i);
+    for (; i + flanes <= n; i += flanes)
+        hn::StoreU(hn::Mul(hn::LoadU(df, s + i), hn::Set(df, inv)), df, s + i);
     for (; i < n; ++i) s[i] *= inv;
 }
 
@@ -147,9 +157,12 @@ void AttendGroup(const AttentionGroup& a, float* scratch) {
         const void* tile = k + static_cast<std::size_t>(t * dk * kTile) * element;
         float* out = scores + t * kTile;
         int64_t m = 0;
-        for (; m + 4 <= g; m += 4) ScoreTile<4>(q + m * dk, dk, tile, a.f16, a.scale, out + m * stride, stride);
-        for (; m + 2 <= g; m += 2) ScoreTile<2>(q + m * dk, dk, tile, a.f16, a.scale, out + m * stride, stride);
-        for (; m < g; ++m) ScoreTile<1>(q + m * dk, dk, tile, a.f16, a.scale, out + m * stride, stride);
+        for (; m + 4 <= g; m += 4)
+            ScoreTile<4>(q + m * dk, dk, tile, a.f16, a.scale, out + m * stride, stride);
+        for (; m + 2 <= g; m += 2)
+            ScoreTile<2>(q + m * dk, dk, tile, a.f16, a.scale, out + m * stride, stride);
+        for (; m < g; ++m)
+            ScoreTile<1>(q + m * dk, dk, tile, a.f16, a.scale, out + m * stride, stride);
     }
     for (int64_t m = 0; m < g; ++m) {
         Softmax(scores + m * stride, n);  // keys beyond n (the last tile's tail) are left out
@@ -157,9 +170,15 @@ void AttendGroup(const AttentionGroup& a, float* scratch) {
         if (a.f16) RoundToF16(scores + m * stride, n);
     }
     int64_t m = 0;
-    for (; m + 4 <= g; m += 4) WeighValuesRows<4>(scores + m * stride, stride, n, a.v_rows, dv, a.f16, a.out + m * a.out_stride, a.out_stride);
-    for (; m + 2 <= g; m += 2) WeighValuesRows<2>(scores + m * stride, stride, n, a.v_rows, dv, a.f16, a.out + m * a.out_stride, a.out_stride);
-    for (; m < g; ++m) WeighValuesRows<1>(scores + m * stride, stride, n, a.v_rows, dv, a.f16, a.out + m * a.out_stride, a.out_stride);
+    for (; m + 4 <= g; m += 4)
+        WeighValuesRows<4>(scores + m * stride, stride, n, a.v_rows, dv, a.f16,
+                           a.out + m * a.out_stride, a.out_stride);
+    for (; m + 2 <= g; m += 2)
+        WeighValuesRows<2>(scores + m * stride, stride, n, a.v_rows, dv, a.f16,
+                           a.out + m * a.out_stride, a.out_stride);
+    for (; m < g; ++m)
+        WeighValuesRows<1>(scores + m * stride, stride, n, a.v_rows, dv, a.f16,
+                           a.out + m * a.out_stride, a.out_stride);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -171,8 +190,10 @@ namespace minfer {
 HWY_EXPORT(AttendGroup);
 
 void attend_group(const AttentionGroup& a, AttentionScratch& scratch) {
-    const int64_t padded = (a.n_keys + kAttentionKeyTile - 1) / kAttentionKeyTile * kAttentionKeyTile;
-    HWY_DYNAMIC_DISPATCH(AttendGroup)(a, scratch.reserve(static_cast<std::size_t>(a.group * (a.head_dim_k + padded))));
+    const int64_t padded =
+        (a.n_keys + kAttentionKeyTile - 1) / kAttentionKeyTile * kAttentionKeyTile;
+    HWY_DYNAMIC_DISPATCH(AttendGroup)
+    (a, scratch.reserve(static_cast<std::size_t>(a.group * (a.head_dim_k + padded))));
 }
 
 }  // namespace minfer

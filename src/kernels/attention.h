@@ -18,29 +18,29 @@ namespace minfer {
 inline constexpr int64_t kAttentionKeyTile = 16;
 
 struct AttentionGroup {
-    const float* q = nullptr;  // [group] query heads, head_dim_k values each, q_stride apart
-    int64_t q_stride = 0;      // floats
-    int64_t group = 1;         // query heads sharing this K/V head
+    const float* q = nullptr;       // [group] query heads, head_dim_k values each, q_stride apart
+    int64_t q_stride = 0;           // floats
+    int64_t group = 1;              // query heads sharing this K/V head
     const void* k_tiles = nullptr;  // (pos, d) at [(pos / 16 * head_dim_k + d) * 16 + pos % 16]
     const void* v_rows = nullptr;   // (pos, d) at [pos * head_dim_v + d]
-    bool f16 = true;           // cache values are f16 (else f32)
-    int64_t n_keys = 0;        // positions 0 .. n_keys-1 are attended
+    bool f16 = true;                // cache values are f16 (else f32)
+    int64_t n_keys = 0;             // positions 0 .. n_keys-1 are attended
     int64_t head_dim_k = 0;
     int64_t head_dim_v = 0;
-    float scale = 1.0f;        // applied to the Q·K dot products
-    float* out = nullptr;      // [group] outputs, head_dim_v values each, out_stride apart
+    float scale = 1.0f;    // applied to the Q·K dot products
+    float* out = nullptr;  // [group] outputs, head_dim_v values each, out_stride apart
     int64_t out_stride = 0;
 };
 
 // Working memory, one per thread; grows to the largest call.
 class AttentionScratch {
-public:
+  public:
     float* reserve(std::size_t floats) {
         if (buffer_.size() < floats) buffer_.resize(floats);
         return buffer_.data();
     }
 
-private:
+  private:
     std::vector<float> buffer_;
 };
 

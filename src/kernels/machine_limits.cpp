@@ -39,10 +39,17 @@ double FmaBurst(int64_t iterations, float seed) {
     auto x = hn::Set(d, 1.0f), m = hn::Set(d, 0.999999f), s = hn::Set(d, seed);
     auto a0 = x, a1 = x, a2 = x, a3 = x, a4 = x, a5 = x, a6 = x, a7 = x;
     for (int64_t i = 0; i < iterations; ++i) {
-        a0 = hn::MulAdd(a0, m, s); a1 = hn::MulAdd(a1, m, s); a2 = hn::MulAdd(a2, m, s); a3 = hn::MulAdd(a3, m, s);
-        a4 = hn::MulAdd(a4, m, s); a5 = hn::MulAdd(a5, m, s); a6 = hn::MulAdd(a6, m, s); a7 = hn::MulAdd(a7, m, s);
+        a0 = hn::MulAdd(a0, m, s);
+        a1 = hn::MulAdd(a1, m, s);
+        a2 = hn::MulAdd(a2, m, s);
+        a3 = hn::MulAdd(a3, m, s);
+        a4 = hn::MulAdd(a4, m, s);
+        a5 = hn::MulAdd(a5, m, s);
+        a6 = hn::MulAdd(a6, m, s);
+        a7 = hn::MulAdd(a7, m, s);
     }
-    const auto total = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)));
+    const auto total = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)),
+                               hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)));
     // Keep the result alive so the loop is not optimised away.
     volatile float sink = hn::GetLane(total);
     (void)sink;
@@ -81,7 +88,8 @@ double measure_peak_fma_flops(ThreadPool& pool) {
     std::atomic<double> flops{0.0};
     const auto start = std::chrono::steady_clock::now();
     pool.run([&](int thread, int) {
-        const double f = HWY_DYNAMIC_DISPATCH(FmaBurst)(kIterations, 1e-7f * static_cast<float>(thread + 1));
+        const double f =
+            HWY_DYNAMIC_DISPATCH(FmaBurst)(kIterations, 1e-7f * static_cast<float>(thread + 1));
         double expected = flops.load();
         while (!flops.compare_exchange_weak(expected, expected + f)) {
         }

@@ -10,7 +10,8 @@
 namespace minfer {
 
 // Bytes per second reading `bytes` (default 512 MiB) once per pass, best of `passes`.
-double measure_read_bandwidth(ThreadPool& pool, std::size_t bytes = std::size_t{512} << 20, int passes = 5);
+double measure_read_bandwidth(ThreadPool& pool, std::size_t bytes = std::size_t{512} << 20,
+                              int passes = 5);
 
 // f32 floating-point operations per second (an FMA counts as two) on every thread of the pool.
 double measure_peak_fma_flops(ThreadPool& pool);

@@ -29,7 +29,8 @@ const Architecture& find_architecture(std::string_view name) {
     }
     std::string list;
     for (auto n : supported_architectures()) list += concat(list.empty() ? "" : ", ", n);
-    throw UnsupportedError(concat("architecture '", name, "' is not supported (supported: ", list, ")"));
+    throw UnsupportedError(
+        concat("architecture '", name, "' is not supported (supported: ", list, ")"));
 }
 
 }  // namespace minfer

@@ -17,8 +17,8 @@
 namespace minfer {
 
 struct BackendOptions {
-    int64_t n_ctx = 0;        // KV cache length (positions)
-    int64_t n_batch = 512;    // largest micro-batch a graph may hold
+    int64_t n_ctx = 0;      // KV cache length (positions)
+    int64_t n_batch = 512;  // largest micro-batch a graph may hold
     int n_threads = 1;
     bool pin_threads = true;
     GgmlType kv_type = GgmlType::F16;
@@ -27,7 +27,7 @@ struct BackendOptions {
 };
 
 class Backend {
-public:
+  public:
     virtual ~Backend() = default;
     virtual std::string_view name() const = 0;
     // Runs every op of the graph, appending its K/V rows to the cache at their positions.

@@ -29,14 +29,16 @@ int64_t choose_context(const ContextOptions& o, const HParams& hp) {
 
 }  // namespace
 
-InferenceContext::InferenceContext(std::shared_ptr<const Model> model, const ContextOptions& options)
+InferenceContext::InferenceContext(std::shared_ptr<const Model> model,
+                                   const ContextOptions& options)
     : model_(std::move(model)),
       n_ctx_(choose_context(options, model_->hparams())),
       n_batch_(options.n_batch),
       n_threads_(options.n_threads == 0 ? default_thread_count() : options.n_threads) {
     if (n_batch_ < 1) throw UsageError(concat("batch size must be at least 1, got ", n_batch_));
     if (n_threads_ < 1 || n_threads_ > kMaxThreads) {
-        throw UsageError(concat("thread count must be 1..", kMaxThreads, ", got ", options.n_threads));
+        throw UsageError(
+            concat("thread count must be 1..", kMaxThreads, ", got ", options.n_threads));
     }
     // A micro-batch never holds more tokens than the context.
     n_batch_ = std::min(n_batch_, n_ctx_);
@@ -50,7 +52,8 @@ InferenceContext::InferenceContext(std::shared_ptr<const Model> model, const Con
     backend_ = make_cpu_backend(*model_, b);
 }
 
-Graph InferenceContext::micro_batch_graph(std::span<const int32_t> tokens, bool all_logits, bool last) const {
+Graph InferenceContext::micro_batch_graph(std::span<const int32_t> tokens, bool all_logits,
+                                          bool last) const {
     // Logits of every row, or of the last row of the last micro-batch.
     const auto n = static_cast<int32_t>(tokens.size());
     std::vector<int32_t> rows;
@@ -69,7 +72,8 @@ Graph InferenceContext::graph_for(std::span<const int32_t> tokens, bool all_logi
     return micro_batch_graph(tokens.first(n), all_logits, true);
 }
 
-void InferenceContext::evaluate(std::span<const int32_t> tokens, bool all_logits, const LogitsSink& sink) {
+void InferenceContext::evaluate(std::span<const int32_t> tokens, bool all_logits,
+                                const LogitsSink& sink) {
     const auto n = static_cast<int64_t>(tokens.size());
     if (n_past_ + n > n_ctx_) {
         throw UsageError(concat(n, " tokens do not fit the context: ", n_past_, " of ", n_ctx_,
@@ -79,30 +83,37 @@ void InferenceContext::evaluate(std::span<const int32_t> tokens, bool all_logits
     const int64_t n_vocab = model_->hparams().n_vocab;
     for (const int32_t id : tokens) {
         if (id < 0 || id >= n_vocab) {
-            throw UsageError(concat("token id ", id, " is out of range: the model has ", n_vocab, " tokens"));
+            throw UsageError(
+                concat("token id ", id, " is out of range: the model has ", n_vocab, " tokens"));
         }
     }
     for (int64_t start = 0; start < n; start += n_batch_) {
         const int64_t count = std::min(n_batch_, n - start);
-        const Graph g = micro_batch_graph(tokens.subspan(static_cast<std::size_t>(start), static_cast<std::size_t>(count)),
-                                          all_logits, start + count == n);
+        const Graph g = micro_batch_graph(
+            tokens.subspan(static_cast<std::size_t>(start), static_cast<std::size_t>(count)),
+            all_logits, start + count == n);
         backend_->execute(g);
         n_past_ += count;
         const auto logits = backend_->logits();
         for (std::size_t i = 0; i < g.output_rows.size(); ++i) {
-            sink(start + g.output_rows[i], logits.subspan(i * static_cast<std::size_t>(n_vocab), static_cast<std::size_t>(n_vocab)));
+            sink(start + g.output_rows[i], logits.subspan(i * static_cast<std::size_t>(n_vocab),
+                                                          static_cast<std::size_t>(n_vocab)));
         }
     }
 }
 
 std::vector<float> InferenceContext::evaluate_last(std::span<const int32_t> tokens) {
     std::vector<float> out;
-    evaluate(tokens, false, [&](int64_t, std::span<const float> logits) { out.assign(logits.begin(), logits.end()); });
+    evaluate(tokens, false, [&](int64_t, std::span<const float> logits) {
+        out.assign(logits.begin(), logits.end());
+    });
     return out;
 }
 
 void InferenceContext::truncate(int64_t n) {
-    if (n < 0 || n > n_past_) throw UsageError(concat("cannot truncate the context to ", n, " of ", n_past_, " positions"));
+    if (n < 0 || n > n_past_)
+        throw UsageError(
+            concat("cannot truncate the context to ", n, " of ", n_past_, " positions"));
     n_past_ = n;
 }
 

@@ -15,9 +15,9 @@
 namespace minfer {
 
 struct ContextOptions {
-    int64_t n_ctx = 0;     // positions the KV cache holds; 0 = min(4096, the model's context_length)
-    int64_t n_batch = 512; // micro-batch size for prompt processing
-    int n_threads = 0;     // 0 = every core this process may use
+    int64_t n_ctx = 0;  // positions the KV cache holds; 0 = min(4096, the model's context_length)
+    int64_t n_batch = 512;  // micro-batch size for prompt processing
+    int n_threads = 0;      // 0 = every core this process may use
     // One thread per CPU, pinned: on some VMs (Firecracker) unpinned threads pile onto one vCPU.
     bool pin_threads = true;
     GgmlType kv_type = GgmlType::F16;
@@ -28,7 +28,7 @@ struct ContextOptions {
 int default_thread_count();
 
 class InferenceContext {
-public:
+  public:
     // Throws UsageError for bad options (n_ctx < 0, n_batch < 1, threads < 0).
     InferenceContext(std::shared_ptr<const Model> model, const ContextOptions& options);
 
@@ -56,7 +56,7 @@ public:
     const Model& model() const { return *model_; }
     const Backend& backend() const { return *backend_; }
 
-private:
+  private:
     // The graph of one micro-batch at position n_past(); `last`: the prompt's last micro-batch.
     Graph micro_batch_graph(std::span<const int32_t> tokens, bool all_logits, bool last) const;
 

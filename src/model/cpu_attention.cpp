@@ -21,8 +21,8 @@ float dot_q8_0(const block_q8_0* a, const block_q8_0* b, int64_t n) {
 }
 
 // One query head over a q8_0 cache: the query is quantized to q8_0 (ggml's dot type for q8_0).
-void attend_head_q8_0(const AttentionShape& s, const KvCache& kv, int layer, int64_t kv_head, int64_t n_keys,
-                      const float* q, float* out, AttentionWorkspace& ws) {
+void attend_head_q8_0(const AttentionShape& s, const KvCache& kv, int layer, int64_t kv_head,
+                      int64_t n_keys, const float* q, float* out, AttentionWorkspace& ws) {
     const std::size_t k_head_bytes = row_size(GgmlType::Q8_0, s.head_dim_k);
     const std::size_t v_head_bytes = row_size(GgmlType::Q8_0, s.head_dim_v);
     ws.scores.resize(static_cast<std::size_t>(n_keys));
@@ -32,7 +32,8 @@ void attend_head_q8_0(const AttentionShape& s, const KvCache& kv, int layer, int
     const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim_k));
     float max_score = -INFINITY;
     for (int64_t p = 0; p < n_keys; ++p) {
-        const auto* k = reinterpret_cast<const block_q8_0*>(kv.k_row(layer, p) + static_cast<std::size_t>(kv_head) * k_head_bytes);
+        const auto* k = reinterpret_cast<const block_q8_0*>(
+            kv.k_row(layer, p) + static_cast<std::size_t>(kv_head) * k_head_bytes);
         ws.scores[static_cast<std::size_t>(p)] = dot_q8_0(q8, k, s.head_dim_k) * scale;
         max_score = std::max(max_score, ws.scores[static_cast<std::size_t>(p)]);
     }
@@ -44,22 +45,25 @@ void attend_head_q8_0(const AttentionShape& s, const KvCache& kv, int layer, int
     std::fill(out, out + s.head_dim_v, 0.0f);
     for (int64_t p = 0; p < n_keys; ++p) {
         const float weight = static_cast<float>(ws.scores[static_cast<std::size_t>(p)] / sum);
-        const auto* b = reinterpret_cast<const block_q8_0*>(kv.v_row(layer, p) + static_cast<std::size_t>(kv_head) * v_head_bytes);
-        for (int64_t i = 0; i < s.head_dim_v; ++i) out[i] += weight * f16_to_f32(b[i / QK8_0].d) * b[i / QK8_0].qs[i % QK8_0];
+        const auto* b = reinterpret_cast<const block_q8_0*>(
+            kv.v_row(layer, p) + static_cast<std::size_t>(kv_head) * v_head_bytes);
+        for (int64_t i = 0; i < s.head_dim_v; ++i)
+            out[i] += weight * f16_to_f32(b[i / QK8_0].d) * b[i / QK8_0].qs[i % QK8_0];
     }
 }
 
 }  // namespace
 
-void attend_kv_group(const AttentionShape& s, const KvCache& kv, int layer, int64_t kv_head, int64_t pos,
-                     const float* q_token, float* out_token, AttentionWorkspace& ws) {
+void attend_kv_group(const AttentionShape& s, const KvCache& kv, int layer, int64_t kv_head,
+                     int64_t pos, const float* q_token, float* out_token, AttentionWorkspace& ws) {
     const int64_t group = s.group();
     const float* q = q_token + kv_head * group * s.head_dim_k;
     float* out = out_token + kv_head * group * s.head_dim_v;
     const int64_t n_keys = pos + 1;
     if (kv.type() == GgmlType::Q8_0) {
         for (int64_t m = 0; m < group; ++m) {
-            attend_head_q8_0(s, kv, layer, kv_head, n_keys, q + m * s.head_dim_k, out + m * s.head_dim_v, ws);
+            attend_head_q8_0(s, kv, layer, kv_head, n_keys, q + m * s.head_dim_k,
+                             out + m * s.head_dim_v, ws);
         }
         return;
     }

@@ -29,7 +29,7 @@ struct AttentionWorkspace {
 
 // out_token[attn_out_width] gets the heads of K/V head `kv_head` for the token at `pos`, whose
 // queries are q_token[q_width]; keys and values at cache positions 0..pos of `layer`.
-void attend_kv_group(const AttentionShape& shape, const KvCache& kv, int layer, int64_t kv_head, int64_t pos,
-                     const float* q_token, float* out_token, AttentionWorkspace& ws);
+void attend_kv_group(const AttentionShape& shape, const KvCache& kv, int layer, int64_t kv_head,
+                     int64_t pos, const float* q_token, float* out_token, AttentionWorkspace& ws);
 
 }  // namespace minfer

@@ -27,10 +27,12 @@ namespace {
 constexpr int64_t kSerialElements = 1 << 14;
 
 // [begin, end) of `count` items for thread i of n.
-std::pair<int64_t, int64_t> share(int64_t count, int i, int n) { return {count * i / n, count * (i + 1) / n}; }
+std::pair<int64_t, int64_t> share(int64_t count, int i, int n) {
+    return {count * i / n, count * (i + 1) / n};
+}
 
 class CpuBackend final : public Backend {
-public:
+  public:
     CpuBackend(const Model& model, const BackendOptions& options)
         : model_(model),
           hp_(model.hparams()),
@@ -43,12 +45,14 @@ public:
             buffers_[b].resize(static_cast<std::size_t>(rows * buffer_width(static_cast<Buf>(b))));
         }
         attention_.resize(static_cast<std::size_t>(pool_.size()));
-        rope_.style = model.arch().rope_kind == RopeKind::Neox ? RopeStyle::kNeox : RopeStyle::kNormal;
+        rope_.style =
+            model.arch().rope_kind == RopeKind::Neox ? RopeStyle::kNeox : RopeStyle::kNormal;
         rope_.head_dim = hp_.head_dim_k;
         rope_.n_dims = hp_.n_rot;
         rope_.freq_base = hp_.rope_freq_base;
         rope_.freq_scale = hp_.rope_freq_scale;
-        rope_.freq_factors = model.weights().rope_freqs ? model.weights().rope_freqs.f32() : nullptr;
+        rope_.freq_factors =
+            model.weights().rope_freqs ? model.weights().rope_freqs.f32() : nullptr;
     }
 
     std::string_view name() const override { return "cpu"; }
@@ -72,7 +76,8 @@ public:
             for (std::size_t i = 0; i < g.ops.size(); ++i) {
                 const Op& op = g.ops[i];
                 if (jobs_[i]) {
-                    if (!jobs_[i]->converts_serially() || thread == 0) jobs_[i]->run_phase(0, thread, n_threads);
+                    if (!jobs_[i]->converts_serially() || thread == 0)
+                        jobs_[i]->run_phase(0, thread, n_threads);
                     barrier.arrive_and_wait();
                     jobs_[i]->run_phase(1, thread, n_threads);
                 } else if (!serial_[i] || thread == 0) {
@@ -83,7 +88,8 @@ public:
                 if (!(serial_[i] && next_serial)) barrier.arrive_and_wait();
                 if (thread == 0 && options_.trace) {
                     const auto now = std::chrono::steady_clock::now();
-                    options_.trace(op, std::chrono::duration<double, std::micro>(now - last).count());
+                    options_.trace(op,
+                                   std::chrono::duration<double, std::micro>(now - last).count());
                     last = now;
                 }
             }
@@ -91,16 +97,26 @@ public:
         logits_view_ = std::span<const float>(logits).first(logits_size);
     }
 
-private:
+  private:
     int64_t buffer_width(Buf b) const {
         switch (b) {
-            case Buf::Residual: case Buf::Normed: case Buf::Projected: return hp_.n_embd;
-            case Buf::Q: return hp_.q_width();
-            case Buf::K: return hp_.kv_width();
-            case Buf::V: return hp_.v_width();
-            case Buf::AttnOut: return hp_.attn_out_width();
-            case Buf::FfnGate: case Buf::FfnUp: return hp_.n_ff;
-            default: return 0;  // the logits grow on demand
+            case Buf::Residual:
+            case Buf::Normed:
+            case Buf::Projected:
+                return hp_.n_embd;
+            case Buf::Q:
+                return hp_.q_width();
+            case Buf::K:
+                return hp_.kv_width();
+            case Buf::V:
+                return hp_.v_width();
+            case Buf::AttnOut:
+                return hp_.attn_out_width();
+            case Buf::FfnGate:
+            case Buf::FfnUp:
+                return hp_.n_ff;
+            default:
+                return 0;  // the logits grow on demand
         }
     }
 
@@ -110,20 +126,24 @@ private:
     // thread inside the run would leave the others waiting at a barrier.
     void validate(const Graph& g) const {
         if (g.n_tokens > options_.n_batch) {
-            throw UsageError(concat("a batch of ", g.n_tokens, " tokens exceeds the batch size ", options_.n_batch));
+            throw UsageError(concat("a batch of ", g.n_tokens, " tokens exceeds the batch size ",
+                                    options_.n_batch));
         }
         for (int32_t pos : g.positions) {
             if (pos < 0 || pos >= kv_.n_ctx()) {
-                throw UsageError(concat("position ", pos, " is outside the context of ", kv_.n_ctx(), " tokens"));
+                throw UsageError(concat("position ", pos, " is outside the context of ",
+                                        kv_.n_ctx(), " tokens"));
             }
         }
         for (int32_t id : g.tokens) {
             if (id < 0 || id >= hp_.n_vocab) {
-                throw UsageError(concat("token id ", id, " is out of range: the model has ", hp_.n_vocab, " tokens"));
+                throw UsageError(concat("token id ", id, " is out of range: the model has ",
+                                        hp_.n_vocab, " tokens"));
             }
         }
         for (int32_t row : g.output_rows) {
-            if (row < 0 || row >= g.n_tokens) throw UsageError(concat("output row ", row, " is not in the batch"));
+            if (row < 0 || row >= g.n_tokens)
+                throw UsageError(concat("output row ", row, " is not in the batch"));
         }
     }
 
@@ -137,8 +157,8 @@ private:
             const Op& op = g.ops[i];
             if (op.type == OpType::MatMul) {
                 const Weight& w = *op.weight;
-                jobs_[i].emplace(WeightMatrix{w.type(), w.n_cols(), w.n_rows(), w.data()}, buf(op.src), op.rows,
-                                 buf(op.dst), pool_.size());
+                jobs_[i].emplace(WeightMatrix{w.type(), w.n_cols(), w.n_rows(), w.data()},
+                                 buf(op.src), op.rows, buf(op.dst), pool_.size());
                 scratch = std::max(scratch, jobs_[i]->scratch_bytes());
             } else {
                 serial_[i] = is_serial(op);
@@ -152,7 +172,8 @@ private:
                 continue;
             }
             job->bind(base);
-            if (previous != nullptr && job->can_share_activations(*previous)) job->share_activations_of(*previous);
+            if (previous != nullptr && job->can_share_activations(*previous))
+                job->share_activations_of(*previous);
             previous = &*job;
         }
     }
@@ -160,25 +181,41 @@ private:
     bool is_serial(const Op& op) const {
         if (pool_.size() == 1) return true;
         switch (op.type) {
-            case OpType::Attention: return op.rows * hp_.n_head_kv == 1;
-            case OpType::SelectRows: case OpType::GetRows: case OpType::AddBias: return true;
-            default: return op.rows * op.width < kSerialElements;
+            case OpType::Attention:
+                return op.rows * hp_.n_head_kv == 1;
+            case OpType::SelectRows:
+            case OpType::GetRows:
+            case OpType::AddBias:
+                return true;
+            default:
+                return op.rows * op.width < kSerialElements;
         }
     }
 
     void run(const Op& op, const Graph& g, int thread, int n_threads) {
         switch (op.type) {
-            case OpType::GetRows: return get_rows(op, g);
-            case OpType::RmsNorm: return rms_norm(op, thread, n_threads);
-            case OpType::AddBias: return add_bias(op);
-            case OpType::HeadRmsNorm: return head_rms_norm(op, thread, n_threads);
-            case OpType::Rope: return rope(op, g, thread, n_threads);
-            case OpType::StoreKv: return store_kv(op, g, thread, n_threads);
-            case OpType::Attention: return attention(op, g, thread, n_threads);
-            case OpType::SwiGlu: return swiglu(op, thread, n_threads);
-            case OpType::Add: return add(op, thread, n_threads);
-            case OpType::SelectRows: return select_rows(op, g);
-            case OpType::MatMul: return;  // a MatmulJob
+            case OpType::GetRows:
+                return get_rows(op, g);
+            case OpType::RmsNorm:
+                return rms_norm(op, thread, n_threads);
+            case OpType::AddBias:
+                return add_bias(op);
+            case OpType::HeadRmsNorm:
+                return head_rms_norm(op, thread, n_threads);
+            case OpType::Rope:
+                return rope(op, g, thread, n_threads);
+            case OpType::StoreKv:
+                return store_kv(op, g, thread, n_threads);
+            case OpType::Attention:
+                return attention(op, g, thread, n_threads);
+            case OpType::SwiGlu:
+                return swiglu(op, thread, n_threads);
+            case OpType::Add:
+                return add(op, thread, n_threads);
+            case OpType::SelectRows:
+                return select_rows(op, g);
+            case OpType::MatMul:
+                return;  // a MatmulJob
         }
     }
 
@@ -193,7 +230,8 @@ private:
         float* dst = buf(op.dst);
         const auto [begin, end] = share(op.rows, thread, n_threads);
         for (int64_t r = begin; r < end; ++r) {
-            minfer::rms_norm(src + r * op.width, op.weight->f32(), dst + r * op.width, op.width, hp_.rms_eps);
+            minfer::rms_norm(src + r * op.width, op.weight->f32(), dst + r * op.width, op.width,
+                             hp_.rms_eps);
         }
     }
 
@@ -201,13 +239,15 @@ private:
         float* x = buf(op.dst);
         const auto [begin, end] = share(op.rows * (op.width / op.head_dim), thread, n_threads);
         for (int64_t h = begin; h < end; ++h) {
-            minfer::rms_norm(x + h * op.head_dim, op.weight->f32(), x + h * op.head_dim, op.head_dim, hp_.rms_eps);
+            minfer::rms_norm(x + h * op.head_dim, op.weight->f32(), x + h * op.head_dim,
+                             op.head_dim, hp_.rms_eps);
         }
     }
 
     void add_bias(const Op& op) {
         float* x = buf(op.dst);
-        for (int64_t r = 0; r < op.rows; ++r) minfer::add(x + r * op.width, op.weight->f32(), x + r * op.width, op.width);
+        for (int64_t r = 0; r < op.rows; ++r)
+            minfer::add(x + r * op.width, op.weight->f32(), x + r * op.width, op.width);
     }
 
     void rope(const Op& op, const Graph& g, int thread, int n_threads) {
@@ -222,7 +262,8 @@ private:
         const float* v = buf(Buf::V);
         const auto [begin, end] = share(op.rows, thread, n_threads);
         for (int64_t t = begin; t < end; ++t) {
-            kv_.store(op.layer, g.positions[static_cast<std::size_t>(t)], k + t * hp_.kv_width(), v + t * hp_.v_width());
+            kv_.store(op.layer, g.positions[static_cast<std::size_t>(t)], k + t * hp_.kv_width(),
+                      v + t * hp_.v_width());
         }
     }
 
@@ -234,8 +275,10 @@ private:
         const int64_t tasks = op.rows * hp_.n_head_kv;
         for (int64_t task = thread; task < tasks; task += n_threads) {
             const int64_t t = task / hp_.n_head_kv;
-            attend_kv_group(shape, kv_, op.layer, task % hp_.n_head_kv, g.positions[static_cast<std::size_t>(t)],
-                            buf(Buf::Q) + t * hp_.q_width(), buf(op.dst) + t * hp_.attn_out_width(), ws);
+            attend_kv_group(shape, kv_, op.layer, task % hp_.n_head_kv,
+                            g.positions[static_cast<std::size_t>(t)],
+                            buf(Buf::Q) + t * hp_.q_width(), buf(op.dst) + t * hp_.attn_out_width(),
+                            ws);
         }
     }
 
@@ -258,7 +301,8 @@ private:
         float* dst = buf(op.dst);
         for (int64_t i = 0; i < op.rows; ++i) {
             const int64_t row = g.output_rows[static_cast<std::size_t>(i)];
-            std::memcpy(dst + i * op.width, src + row * op.width, static_cast<std::size_t>(op.width) * sizeof(float));
+            std::memcpy(dst + i * op.width, src + row * op.width,
+                        static_cast<std::size_t>(op.width) * sizeof(float));
         }
     }
 

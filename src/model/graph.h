@@ -58,10 +58,10 @@ struct Op {
 
 struct Graph {
     std::vector<Op> ops;
-    int64_t n_tokens = 0;            // rows of this micro-batch
-    int64_t n_outputs = 0;           // rows whose logits are computed
-    std::vector<int32_t> tokens;     // [n_tokens]
-    std::vector<int32_t> positions;  // [n_tokens]
+    int64_t n_tokens = 0;              // rows of this micro-batch
+    int64_t n_outputs = 0;             // rows whose logits are computed
+    std::vector<int32_t> tokens;       // [n_tokens]
+    std::vector<int32_t> positions;    // [n_tokens]
     std::vector<int32_t> output_rows;  // [n_outputs], indices into the batch, ascending
 
     // One line per op: index, name, type, weight type and shape, output shape.

@@ -14,7 +14,7 @@ constexpr int64_t kMaxWidth = int64_t{1} << 20;
 constexpr int64_t kMaxHeads = 4096;
 
 class KeyReader {
-public:
+  public:
     KeyReader(const GgufMetadata& meta, std::string_view prefix) : meta_(meta), prefix_(prefix) {}
 
     std::string key(std::string_view suffix) const { return concat(prefix_, ".", suffix); }
@@ -33,7 +33,7 @@ public:
         return meta_.get_string_optional(key(suffix));
     }
 
-private:
+  private:
     int64_t checked(std::string_view suffix, int64_t v, int64_t lo, int64_t hi) const {
         if (v < lo || v > hi) {
             throw FormatError(concat(meta_.source(), ": metadata key '", key(suffix), "' is ", v,
@@ -56,8 +56,9 @@ float read_rope_freq_scale(const KeyReader& keys, const GgufMetadata& meta) {
     if (*type == "linear") {
         const double factor = keys.optional_number("rope.scaling.factor", 1.0);
         if (!(factor > 0.0) || !std::isfinite(factor)) {
-            throw FormatError(concat(meta.source(), ": metadata key '", keys.key("rope.scaling.factor"),
-                                     "' is ", factor, ", expected a positive number"));
+            throw FormatError(concat(meta.source(), ": metadata key '",
+                                     keys.key("rope.scaling.factor"), "' is ", factor,
+                                     ", expected a positive number"));
         }
         return static_cast<float>(1.0 / factor);
     }
@@ -77,8 +78,9 @@ HParams read_hparams(const GgufMetadata& meta, const Architecture& arch) {
     hp.n_head = keys.required_int("attention.head_count", 1, kMaxHeads);
     hp.n_head_kv = keys.optional_int("attention.head_count_kv", hp.n_head, 1, hp.n_head);
     if (hp.n_head % hp.n_head_kv != 0) {
-        throw FormatError(concat(meta.source(), ": ", hp.n_head, " attention heads are not divisible by ",
-                                 hp.n_head_kv, " KV heads (", keys.key("attention.head_count_kv"), ")"));
+        throw FormatError(concat(meta.source(), ": ", hp.n_head,
+                                 " attention heads are not divisible by ", hp.n_head_kv,
+                                 " KV heads (", keys.key("attention.head_count_kv"), ")"));
     }
     if (hp.n_embd % hp.n_head != 0 && !meta.contains(keys.key("attention.key_length"))) {
         throw FormatError(concat(meta.source(), ": embedding length ", hp.n_embd,
@@ -89,8 +91,8 @@ HParams read_hparams(const GgufMetadata& meta, const Architecture& arch) {
     hp.head_dim_v = keys.optional_int("attention.value_length", hp.head_dim_k, 1, kMaxWidth);
     hp.n_rot = keys.optional_int("rope.dimension_count", hp.head_dim_k, 0, hp.head_dim_k);
     if (hp.n_rot % 2 != 0) {
-        throw FormatError(concat(meta.source(), ": ", keys.key("rope.dimension_count"), " is ", hp.n_rot,
-                                 ", expected an even number"));
+        throw FormatError(concat(meta.source(), ": ", keys.key("rope.dimension_count"), " is ",
+                                 hp.n_rot, ", expected an even number"));
     }
     hp.n_ctx_train = keys.optional_int("context_length", 2048, 1, int64_t{1} << 24);
     hp.rope_freq_base = static_cast<float>(keys.optional_number("rope.freq_base", 10000.0));

@@ -17,16 +17,16 @@ struct HParams {
     int64_t n_ff = 0;
     int64_t n_head = 0;
     int64_t n_head_kv = 0;
-    int64_t head_dim_k = 0;    // attention.key_length (default n_embd / n_head)
-    int64_t head_dim_v = 0;    // attention.value_length (default head_dim_k)
-    int64_t n_rot = 0;         // rope.dimension_count: leading dims of each head that RoPE rotates
-    int64_t n_ctx_train = 0;   // context_length
-    int64_t n_vocab = 0;       // rows of token_embd.weight (set when the weights are bound)
+    int64_t head_dim_k = 0;   // attention.key_length (default n_embd / n_head)
+    int64_t head_dim_v = 0;   // attention.value_length (default head_dim_k)
+    int64_t n_rot = 0;        // rope.dimension_count: leading dims of each head that RoPE rotates
+    int64_t n_ctx_train = 0;  // context_length
+    int64_t n_vocab = 0;      // rows of token_embd.weight (set when the weights are bound)
     float rope_freq_base = 10000.0f;
     float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
     float rms_eps = 1e-5f;
 
-    int64_t q_width() const { return n_head * head_dim_k; }   // Q projection output
+    int64_t q_width() const { return n_head * head_dim_k; }      // Q projection output
     int64_t kv_width() const { return n_head_kv * head_dim_k; }  // K projection output
     int64_t v_width() const { return n_head_kv * head_dim_v; }   // V projection output
     int64_t attn_out_width() const { return n_head * head_dim_v; }

@@ -10,15 +10,21 @@
 namespace minfer {
 
 KvCache::KvCache(const HParams& hp, int64_t n_ctx, GgmlType type)
-    : type_(type), n_ctx_(n_ctx), n_head_kv_(hp.n_head_kv), head_dim_k_(hp.head_dim_k), head_dim_v_(hp.head_dim_v) {
+    : type_(type),
+      n_ctx_(n_ctx),
+      n_head_kv_(hp.n_head_kv),
+      head_dim_k_(hp.head_dim_k),
+      head_dim_v_(hp.head_dim_v) {
     if (type != GgmlType::F16 && type != GgmlType::F32 && type != GgmlType::Q8_0) {
-        throw UsageError(concat("KV cache type ", type_name(type), " is not supported (use f16, f32 or q8_0)"));
+        throw UsageError(
+            concat("KV cache type ", type_name(type), " is not supported (use f16, f32 or q8_0)"));
     }
     if (n_ctx < 1) throw UsageError(concat("context length must be at least 1, got ", n_ctx));
     if (type == GgmlType::Q8_0) {
         if (hp.head_dim_k % 32 != 0 || hp.head_dim_v % 32 != 0) {
-            throw UsageError(concat("a q8_0 KV cache needs head sizes that are multiples of 32; this model's are ",
-                                    hp.head_dim_k, " and ", hp.head_dim_v, " (use f16)"));
+            throw UsageError(concat(
+                "a q8_0 KV cache needs head sizes that are multiples of 32; this model's are ",
+                hp.head_dim_k, " and ", hp.head_dim_v, " (use f16)"));
         }
         k_row_bytes_ = row_size(type, hp.kv_width());
         v_row_bytes_ = row_size(type, hp.v_width());
@@ -38,10 +44,14 @@ KvCache::KvCache(const HParams& hp, int64_t n_ctx, GgmlType type)
 void KvCache::store(int layer, int64_t pos, const float* k, const float* v) {
     std::byte* base = storage_.data() + layer_offset(layer);
     if (type_ == GgmlType::Q8_0) {
-        quantize_activations_q8_0(k, reinterpret_cast<block_q8_0*>(base + static_cast<std::size_t>(pos) * k_row_bytes_),
-                                  n_head_kv_ * head_dim_k_);
-        quantize_activations_q8_0(v, reinterpret_cast<block_q8_0*>(base + k_layer_bytes_ + static_cast<std::size_t>(pos) * v_row_bytes_),
-                                  n_head_kv_ * head_dim_v_);
+        quantize_activations_q8_0(
+            k, reinterpret_cast<block_q8_0*>(base + static_cast<std::size_t>(pos) * k_row_bytes_),
+            n_head_kv_ * head_dim_k_);
+        quantize_activations_q8_0(
+            v,
+            reinterpret_cast<block_q8_0*>(base + k_layer_bytes_ +
+                                          static_cast<std::size_t>(pos) * v_row_bytes_),
+            n_head_kv_ * head_dim_v_);
         return;
     }
     const int64_t tile = pos / kKeyTile, lane = pos % kKeyTile;
@@ -53,11 +63,13 @@ void KvCache::store(int layer, int64_t pos, const float* k, const float* v) {
         if (type_ == GgmlType::F16) {
             auto* kt = reinterpret_cast<uint16_t*>(k_head) + tile * head_dim_k_ * kKeyTile + lane;
             for (int64_t d = 0; d < head_dim_k_; ++d) kt[d * kKeyTile] = f32_to_f16(kh[d]);
-            convert_f32_to_f16(vh, reinterpret_cast<uint16_t*>(v_row) + pos * head_dim_v_, head_dim_v_);
+            convert_f32_to_f16(vh, reinterpret_cast<uint16_t*>(v_row) + pos * head_dim_v_,
+                               head_dim_v_);
         } else {
             auto* kt = reinterpret_cast<float*>(k_head) + tile * head_dim_k_ * kKeyTile + lane;
             for (int64_t d = 0; d < head_dim_k_; ++d) kt[d * kKeyTile] = kh[d];
-            std::memcpy(reinterpret_cast<float*>(v_row) + pos * head_dim_v_, vh, static_cast<std::size_t>(head_dim_v_) * sizeof(float));
+            std::memcpy(reinterpret_cast<float*>(v_row) + pos * head_dim_v_, vh,
+                        static_cast<std::size_t>(head_dim_v_) * sizeof(float));
         }
     }
 }

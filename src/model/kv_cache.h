@@ -20,10 +20,11 @@
 namespace minfer {
 
 class KvCache {
-public:
+  public:
     static constexpr int64_t kKeyTile = 16;
 
-    // Throws UsageError for an unsupported type or a head size Q8_0 cannot hold (not a multiple of 32).
+    // Throws UsageError for an unsupported type or a head size Q8_0 cannot hold (not a multiple of
+    // 32).
     KvCache(const HParams& hp, int64_t n_ctx, GgmlType type);
 
     GgmlType type() const { return type_; }
@@ -35,21 +36,26 @@ public:
 
     // f16/f32 caches.
     const std::byte* k_tiles(int layer, int64_t kv_head) const {
-        return storage_.data() + layer_offset(layer) + static_cast<std::size_t>(kv_head) * k_head_bytes_;
+        return storage_.data() + layer_offset(layer) +
+               static_cast<std::size_t>(kv_head) * k_head_bytes_;
     }
     const std::byte* v_rows(int layer, int64_t kv_head) const {
-        return storage_.data() + layer_offset(layer) + k_layer_bytes_ + static_cast<std::size_t>(kv_head) * v_head_bytes_;
+        return storage_.data() + layer_offset(layer) + k_layer_bytes_ +
+               static_cast<std::size_t>(kv_head) * v_head_bytes_;
     }
     // q8_0 caches: every head of one position.
     const std::byte* k_row(int layer, int64_t pos) const {
         return storage_.data() + layer_offset(layer) + static_cast<std::size_t>(pos) * k_row_bytes_;
     }
     const std::byte* v_row(int layer, int64_t pos) const {
-        return storage_.data() + layer_offset(layer) + k_layer_bytes_ + static_cast<std::size_t>(pos) * v_row_bytes_;
+        return storage_.data() + layer_offset(layer) + k_layer_bytes_ +
+               static_cast<std::size_t>(pos) * v_row_bytes_;
     }
 
-private:
-    std::size_t layer_offset(int layer) const { return static_cast<std::size_t>(layer) * (k_layer_bytes_ + v_layer_bytes_); }
+  private:
+    std::size_t layer_offset(int layer) const {
+        return static_cast<std::size_t>(layer) * (k_layer_bytes_ + v_layer_bytes_);
+    }
 
     GgmlType type_;
     int64_t n_ctx_;

@@ -10,11 +10,13 @@ std::shared_ptr<const Model> Model::load(const std::filesystem::path& path) {
 
 Model::Model(PrivateKey, GgufFile file) : file_(std::move(file)) {
     if (file_.tensors().empty()) {
-        throw FormatError(concat(file_.path().string(), ": has no tensors (a vocabulary-only file has no model to run)"));
+        throw FormatError(concat(file_.path().string(),
+                                 ": has no tensors (a vocabulary-only file has no model to run)"));
     }
     const auto arch_name = metadata().get_string_optional("general.architecture");
     if (!arch_name) {
-        throw FormatError(concat(file_.path().string(), ": metadata key 'general.architecture' is missing"));
+        throw FormatError(
+            concat(file_.path().string(), ": metadata key 'general.architecture' is missing"));
     }
     arch_ = &find_architecture(*arch_name);
     hparams_ = read_hparams(metadata(), *arch_);
@@ -38,8 +40,9 @@ uint64_t Model::bytes_per_token() const {
     uint64_t n = bytes(weights_.output) + bytes(weights_.output_norm) +
                  weights_.token_embd.info->n_bytes / static_cast<uint64_t>(hparams_.n_vocab);
     for (const LayerWeights& l : weights_.layers) {
-        for (const Weight* w : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm,
-                                &l.k_norm, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+        for (const Weight* w :
+             {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
+              &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
             n += bytes(*w);
         }
     }

@@ -13,7 +13,7 @@
 namespace minfer {
 
 class Model {
-public:
+  public:
     // Maps and validates the file (or split model); throws minfer::Error naming what is wrong.
     static std::shared_ptr<const Model> load(const std::filesystem::path& path);
 
@@ -28,13 +28,13 @@ public:
     const HParams& hparams() const { return hparams_; }
     const ModelWeights& weights() const { return weights_; }
 
-    uint64_t n_params() const;         // elements of every tensor
-    uint64_t weight_bytes() const;     // bytes of every tensor in the file(s)
+    uint64_t n_params() const;      // elements of every tensor
+    uint64_t weight_bytes() const;  // bytes of every tensor in the file(s)
     // Bytes of weights read to decode one token: every block matrix, the output matrix, the
     // norms, and one embedding row.
     uint64_t bytes_per_token() const;
 
-private:
+  private:
     GgufFile file_;
     const Architecture* arch_;
     HParams hparams_;

@@ -7,11 +7,12 @@ namespace minfer {
 namespace {
 
 class Binder {
-public:
+  public:
     explicit Binder(const GgufFile& file) : file_(file) {}
 
     // A matrix [n_cols -> n_rows] of any supported type.
-    Weight matrix(const std::string& name, int64_t n_cols, int64_t n_rows, bool required = true) const {
+    Weight matrix(const std::string& name, int64_t n_cols, int64_t n_rows,
+                  bool required = true) const {
         const TensorInfo* t = file_.find_tensor(name);
         if (t == nullptr) return absent(name, required, concat("[", n_cols, ", ", n_rows, "]"));
         if (t->n_dims != 2 || t->ne[0] != n_cols || t->ne[1] != n_rows) {
@@ -32,16 +33,17 @@ public:
         }
         if (t->type != GgmlType::F32) {
             throw UnsupportedError(concat(file_.path().string(), ": tensor '", name, "' has type ",
-                                          type_name(t->type), "; minfer expects f32 for norms and biases"));
+                                          type_name(t->type),
+                                          "; minfer expects f32 for norms and biases"));
         }
         return Weight{t};
     }
 
-private:
+  private:
     Weight absent(const std::string& name, bool required, const std::string& shape) const {
         if (required) {
-            throw FormatError(concat(file_.path().string(), ": tensor '", name, "' is missing (expected shape ",
-                                     shape, ")"));
+            throw FormatError(concat(file_.path().string(), ": tensor '", name,
+                                     "' is missing (expected shape ", shape, ")"));
         }
         return Weight{};
     }

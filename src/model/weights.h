@@ -26,13 +26,14 @@ struct Weight {
 };
 
 struct LayerWeights {
-    Weight attn_norm;               // [n_embd] f32
-    Weight wq, wk, wv, wo;          // [n_embd -> q_width], [-> kv_width], [-> v_width], [attn_out -> n_embd]
-    Weight bq, bk, bv;              // optional biases [q_width], [kv_width], [v_width]
-    Weight q_norm, k_norm;          // optional per-head norms [head_dim_k]
-    Weight ffn_norm;                // [n_embd]
-    Weight ffn_gate, ffn_up;        // [n_embd -> n_ff]
-    Weight ffn_down;                // [n_ff -> n_embd]
+    Weight attn_norm;  // [n_embd] f32
+    Weight wq, wk, wv,
+        wo;             // [n_embd -> q_width], [-> kv_width], [-> v_width], [attn_out -> n_embd]
+    Weight bq, bk, bv;  // optional biases [q_width], [kv_width], [v_width]
+    Weight q_norm, k_norm;    // optional per-head norms [head_dim_k]
+    Weight ffn_norm;          // [n_embd]
+    Weight ffn_gate, ffn_up;  // [n_embd -> n_ff]
+    Weight ffn_down;          // [n_ff -> n_embd]
 };
 
 struct ModelWeights {

@@ -16,8 +16,9 @@ std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, const std:
     return tokenizer.tokenize(text, /*add_special=*/true, /*parse_special=*/true);
 }
 
-ChatSession::ChatSession(InferenceContext& ctx, const Tokenizer& tokenizer, chat::ChatTemplate chat_template,
-                         const GgufMetadata& metadata, std::optional<std::string> system_prompt)
+ChatSession::ChatSession(InferenceContext& ctx, const Tokenizer& tokenizer,
+                         chat::ChatTemplate chat_template, const GgufMetadata& metadata,
+                         std::optional<std::string> system_prompt)
     : ctx_(ctx),
       tokenizer_(tokenizer),
       template_(std::move(chat_template)),
@@ -41,7 +42,8 @@ std::vector<int32_t> ChatSession::render_tokens() const {
     return tokenize_chat_prompt(tokenizer_, template_.render(in), bos_text_);
 }
 
-GenerationResult ChatSession::reply(const std::string& user_text, Sampler& sampler, const GenerationOptions& options,
+GenerationResult ChatSession::reply(const std::string& user_text, Sampler& sampler,
+                                    const GenerationOptions& options,
                                     const std::function<void(std::string_view)>& on_text,
                                     const std::atomic<bool>* interrupt) {
     messages_.push_back({{"role", "user"}, {"content", user_text}});
@@ -55,12 +57,14 @@ GenerationResult ChatSession::reply(const std::string& user_text, Sampler& sampl
     // Reuse the longest common prefix of what the cache holds (at least one token must be
     // evaluated to get logits).
     std::size_t common = 0;
-    while (common < cached_.size() && common < tokens.size() && cached_[common] == tokens[common]) ++common;
+    while (common < cached_.size() && common < tokens.size() && cached_[common] == tokens[common])
+        ++common;
     if (common == tokens.size()) --common;
     if (static_cast<int64_t>(tokens.size()) > ctx_.n_ctx()) {
         messages_.erase(messages_.size() - 1);
-        throw UsageError(concat("the conversation (", tokens.size(), " tokens) no longer fits the context of ",
-                                ctx_.n_ctx(), " tokens; /clear starts over"));
+        throw UsageError(concat("the conversation (", tokens.size(),
+                                " tokens) no longer fits the context of ", ctx_.n_ctx(),
+                                " tokens; /clear starts over"));
     }
     ctx_.truncate(std::min<int64_t>(static_cast<int64_t>(common), ctx_.n_past()));
     cached_.resize(static_cast<std::size_t>(ctx_.n_past()));
@@ -68,7 +72,8 @@ GenerationResult ChatSession::reply(const std::string& user_text, Sampler& sampl
 
     sampler.clear_history();
     const std::span<const int32_t> fresh = std::span(tokens).subspan(cached_.size());
-    GenerationResult result = generate(ctx_, tokenizer_, sampler, fresh, options, on_text, interrupt);
+    GenerationResult result =
+        generate(ctx_, tokenizer_, sampler, fresh, options, on_text, interrupt);
     cached_.insert(cached_.end(), fresh.begin(), fresh.end());
     cached_.insert(cached_.end(), result.evaluated.begin(), result.evaluated.end());
     if (result.stop == StopReason::Interrupted && result.text.empty()) {

@@ -20,13 +20,14 @@
 namespace minfer {
 
 class ChatSession {
-public:
+  public:
     ChatSession(InferenceContext& ctx, const Tokenizer& tokenizer, chat::ChatTemplate chat_template,
                 const GgufMetadata& metadata, std::optional<std::string> system_prompt);
 
     // Adds the user's message and generates the assistant's reply (streamed to on_text). The reply
     // joins the conversation unless it was interrupted before any text.
-    GenerationResult reply(const std::string& user_text, Sampler& sampler, const GenerationOptions& options,
+    GenerationResult reply(const std::string& user_text, Sampler& sampler,
+                           const GenerationOptions& options,
                            const std::function<void(std::string_view)>& on_text,
                            const std::atomic<bool>* interrupt = nullptr);
     // Forgets the conversation (keeps the system prompt).
@@ -40,7 +41,7 @@ public:
     // llama.cpp does: the template's own leading BOS text is dropped, the model's BOS is added).
     std::vector<int32_t> render_tokens() const;
 
-private:
+  private:
     InferenceContext& ctx_;
     const Tokenizer& tokenizer_;
     chat::ChatTemplate template_;

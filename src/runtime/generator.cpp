@@ -10,11 +10,16 @@ namespace minfer {
 
 const char* stop_reason_name(StopReason reason) {
     switch (reason) {
-        case StopReason::EndOfGeneration: return "eog";
-        case StopReason::StopString: return "stop";
-        case StopReason::MaxTokens: return "length";
-        case StopReason::ContextFull: return "context";
-        case StopReason::Interrupted: return "interrupted";
+        case StopReason::EndOfGeneration:
+            return "eog";
+        case StopReason::StopString:
+            return "stop";
+        case StopReason::MaxTokens:
+            return "length";
+        case StopReason::ContextFull:
+            return "context";
+        case StopReason::Interrupted:
+            return "interrupted";
     }
     return "?";
 }
@@ -37,7 +42,8 @@ std::string StopStringFilter::push(std::string_view text) {
     // Keep the longest tail that is a proper prefix of some stop string.
     std::size_t keep = 0;
     for (const auto& s : stops_) {
-        for (std::size_t n = std::min(s.size() - (s.empty() ? 0 : 1), held_.size()); n > keep; --n) {
+        for (std::size_t n = std::min(s.size() - (s.empty() ? 0 : 1), held_.size()); n > keep;
+             --n) {
             if (held_.compare(held_.size() - n, n, s, 0, n) == 0) {
                 keep = n;
                 break;
@@ -58,16 +64,19 @@ std::string StopStringFilter::flush() {
 
 GenerationResult generate(InferenceContext& ctx, const Tokenizer& tokenizer, Sampler& sampler,
                           std::span<const int32_t> prompt, const GenerationOptions& options,
-                          const std::function<void(std::string_view)>& on_text, const std::atomic<bool>* interrupt) {
+                          const std::function<void(std::string_view)>& on_text,
+                          const std::atomic<bool>* interrupt) {
     using Clock = std::chrono::steady_clock;
     const auto ms_since = [](Clock::time_point start) {
         return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     };
-    if (prompt.empty() && ctx.n_past() == 0) throw UsageError("the prompt is empty: there is nothing to continue");
+    if (prompt.empty() && ctx.n_past() == 0)
+        throw UsageError("the prompt is empty: there is nothing to continue");
     if (ctx.n_past() + static_cast<int64_t>(prompt.size()) > ctx.n_ctx()) {
-        throw UsageError(concat("the prompt of ", prompt.size(), " tokens does not fit the context of ", ctx.n_ctx(),
-                                " tokens", ctx.n_past() > 0 ? concat(" (", ctx.n_past(), " already used)") : "",
-                                "; raise --ctx or shorten the prompt"));
+        throw UsageError(concat(
+            "the prompt of ", prompt.size(), " tokens does not fit the context of ", ctx.n_ctx(),
+            " tokens", ctx.n_past() > 0 ? concat(" (", ctx.n_past(), " already used)") : "",
+            "; raise --ctx or shorten the prompt"));
     }
 
     GenerationResult result;
@@ -86,7 +95,8 @@ GenerationResult generate(InferenceContext& ctx, const Tokenizer& tokenizer, Sam
     };
     const auto generation_start = Clock::now();
     while (true) {
-        if (options.n_predict >= 0 && static_cast<int64_t>(result.tokens.size()) >= options.n_predict) {
+        if (options.n_predict >= 0 &&
+            static_cast<int64_t>(result.tokens.size()) >= options.n_predict) {
             result.stop = StopReason::MaxTokens;
             break;
         }
@@ -111,7 +121,8 @@ GenerationResult generate(InferenceContext& ctx, const Tokenizer& tokenizer, Sam
             result.stop = StopReason::ContextFull;
             break;
         }
-        const bool last = options.n_predict >= 0 && static_cast<int64_t>(result.tokens.size()) >= options.n_predict;
+        const bool last = options.n_predict >= 0 &&
+                          static_cast<int64_t>(result.tokens.size()) >= options.n_predict;
         if (last) {
             result.stop = StopReason::MaxTokens;
             break;

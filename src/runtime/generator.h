@@ -18,28 +18,32 @@
 namespace minfer {
 
 enum class StopReason { EndOfGeneration, StopString, MaxTokens, ContextFull, Interrupted };
-const char* stop_reason_name(StopReason reason);  // "eog", "stop", "length", "context", "interrupted"
+const char* stop_reason_name(
+    StopReason reason);  // "eog", "stop", "length", "context", "interrupted"
 
 struct GenerationOptions {
-    int64_t n_predict = -1;          // tokens to generate at most; -1: until EOG or a full context
-    std::vector<std::string> stop;   // generation ends before the first occurrence of any of these
+    int64_t n_predict = -1;         // tokens to generate at most; -1: until EOG or a full context
+    std::vector<std::string> stop;  // generation ends before the first occurrence of any of these
 };
 
 struct GenerationStats {
-    int64_t n_prompt = 0;      // prompt tokens evaluated
+    int64_t n_prompt = 0;  // prompt tokens evaluated
     double prompt_ms = 0;
     int64_t n_generated = 0;   // tokens sampled
     double generation_ms = 0;  // from the first sampled token to the end
-    double prompt_tokens_per_second() const { return prompt_ms > 0 ? 1000.0 * n_prompt / prompt_ms : 0; }
+    double prompt_tokens_per_second() const {
+        return prompt_ms > 0 ? 1000.0 * n_prompt / prompt_ms : 0;
+    }
     double generation_tokens_per_second() const {
         return generation_ms > 0 ? 1000.0 * n_generated / generation_ms : 0;
     }
 };
 
 struct GenerationResult {
-    std::string text;                // everything streamed to on_text
-    std::vector<int32_t> tokens;     // the generated tokens (without the end-of-generation token)
-    std::vector<int32_t> evaluated;  // the generated tokens now in the KV cache (a prefix of tokens)
+    std::string text;             // everything streamed to on_text
+    std::vector<int32_t> tokens;  // the generated tokens (without the end-of-generation token)
+    std::vector<int32_t>
+        evaluated;  // the generated tokens now in the KV cache (a prefix of tokens)
     StopReason stop = StopReason::MaxTokens;
     GenerationStats stats;
 };
@@ -53,7 +57,7 @@ GenerationResult generate(InferenceContext& ctx, const Tokenizer& tokenizer, Sam
 
 // Holds back streamed text that might be the beginning of a stop string.
 class StopStringFilter {
-public:
+  public:
     explicit StopStringFilter(std::vector<std::string> stops) : stops_(std::move(stops)) {}
     // Adds text; returns what can be shown now. Sets matched() when a stop string appeared (the
     // returned text then ends right before it).
@@ -62,7 +66,7 @@ public:
     std::string flush();
     bool matched() const { return matched_; }
 
-private:
+  private:
     std::vector<std::string> stops_;
     std::string held_;
     bool matched_ = false;

@@ -18,8 +18,10 @@ void SamplingParams::validate() const {
     check(top_k >= 0, concat("--top-k must be >= 0, got ", top_k));
     check(top_p > 0.0f && top_p <= 1.0f, concat("--top-p must be in (0, 1], got ", top_p));
     check(min_p >= 0.0f && min_p <= 1.0f, concat("--min-p must be in [0, 1], got ", min_p));
-    check(typical_p > 0.0f && typical_p <= 1.0f, concat("--typical-p must be in (0, 1], got ", typical_p));
-    check(repeat_penalty > 0.0f && std::isfinite(repeat_penalty), concat("--repeat-penalty must be > 0, got ", repeat_penalty));
+    check(typical_p > 0.0f && typical_p <= 1.0f,
+          concat("--typical-p must be in (0, 1], got ", typical_p));
+    check(repeat_penalty > 0.0f && std::isfinite(repeat_penalty),
+          concat("--repeat-penalty must be > 0, got ", repeat_penalty));
     check(std::isfinite(presence_penalty), "--presence-penalty must be a number");
     check(std::isfinite(frequency_penalty), "--frequency-penalty must be a number");
     check(penalty_last_n >= -1, concat("--repeat-last-n must be >= -1, got ", penalty_last_n));
@@ -27,16 +29,19 @@ void SamplingParams::validate() const {
 
 std::string SamplingParams::to_string() const {
     if (temperature <= 0.0f) return "greedy";
-    return concat("temp ", temperature, ", top_k ", top_k, ", top_p ", top_p, ", min_p ", min_p, ", typical_p ",
-                  typical_p, ", repeat_penalty ", repeat_penalty, " (last ", penalty_last_n, "), presence ",
-                  presence_penalty, ", frequency ", frequency_penalty, ", seed ", seed);
+    return concat("temp ", temperature, ", top_k ", top_k, ", top_p ", top_p, ", min_p ", min_p,
+                  ", typical_p ", typical_p, ", repeat_penalty ", repeat_penalty, " (last ",
+                  penalty_last_n, "), presence ", presence_penalty, ", frequency ",
+                  frequency_penalty, ", seed ", seed);
 }
 
-Sampler::Sampler(const SamplingParams& params, int32_t n_vocab) : params_(params), n_vocab_(n_vocab), rng_(params.seed) {
+Sampler::Sampler(const SamplingParams& params, int32_t n_vocab)
+    : params_(params), n_vocab_(n_vocab), rng_(params.seed) {
     params_.validate();
     for (const auto& [id, bias] : params_.logit_bias) {
         if (id < 0 || id >= n_vocab) {
-            throw UsageError(concat("logit bias for token ", id, ": out of range (the vocabulary has ", n_vocab, " tokens)"));
+            throw UsageError(concat("logit bias for token ", id,
+                                    ": out of range (the vocabulary has ", n_vocab, " tokens)"));
         }
         (void)bias;
     }
@@ -49,8 +54,9 @@ void Sampler::reset() {
 
 void Sampler::accept(int32_t token) {
     history_.push_back(token);
-    const auto limit = params_.penalty_last_n < 0 ? std::numeric_limits<std::size_t>::max()
-                                                   : static_cast<std::size_t>(params_.penalty_last_n);
+    const auto limit = params_.penalty_last_n < 0
+                           ? std::numeric_limits<std::size_t>::max()
+                           : static_cast<std::size_t>(params_.penalty_last_n);
     while (history_.size() > limit) history_.pop_front();
 }
 
@@ -71,9 +77,10 @@ void Sampler::apply_penalties() {
 
 void Sampler::softmax() {
     if (!sorted_) {
-        std::sort(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
-            return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-        });
+        std::sort(candidates_.begin(), candidates_.end(),
+                  [](const Candidate& a, const Candidate& b) {
+                      return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+                  });
         sorted_ = true;
     }
     const float max = candidates_.front().logit;
@@ -109,7 +116,8 @@ void Sampler::typical(float p) {
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
         shift[i] = std::abs(-std::log(std::max(candidates_[i].p, 1e-30f)) - entropy);
     }
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return shift[a] < shift[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return shift[a] < shift[b]; });
     double cumulative = 0;
     std::size_t keep = 0;
     while (keep < order.size()) {
@@ -150,19 +158,23 @@ int32_t Sampler::sample(std::span<const float> logits) {
         throw Error(concat("sampler expects ", n_vocab_, " logits, got ", logits.size()));
     }
     candidates_.resize(logits.size());
-    for (std::size_t i = 0; i < logits.size(); ++i) candidates_[i] = {static_cast<int32_t>(i), logits[i], 0.0f};
+    for (std::size_t i = 0; i < logits.size(); ++i)
+        candidates_[i] = {static_cast<int32_t>(i), logits[i], 0.0f};
     sorted_ = false;
-    for (const auto& [id, bias] : params_.logit_bias) candidates_[static_cast<std::size_t>(id)].logit += bias;
+    for (const auto& [id, bias] : params_.logit_bias)
+        candidates_[static_cast<std::size_t>(id)].logit += bias;
     apply_penalties();
 
     if (params_.temperature <= 0.0f) {
-        const auto best = std::max_element(candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
-            return a.logit < b.logit || (a.logit == b.logit && a.id > b.id);
-        });
+        const auto best = std::max_element(
+            candidates_.begin(), candidates_.end(), [](const Candidate& a, const Candidate& b) {
+                return a.logit < b.logit || (a.logit == b.logit && a.id > b.id);
+            });
         return best->id;
     }
     // Banned tokens (-inf) never survive truncation.
-    std::erase_if(candidates_, [](const Candidate& c) { return std::isinf(c.logit) && c.logit < 0; });
+    std::erase_if(candidates_,
+                  [](const Candidate& c) { return std::isinf(c.logit) && c.logit < 0; });
     if (candidates_.empty()) throw UsageError("every token is banned by the logit bias");
     top_k(params_.top_k);
     typical(params_.typical_p);

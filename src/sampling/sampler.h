@@ -16,14 +16,14 @@ namespace minfer {
 
 struct SamplingParams {
     float temperature = 0.8f;
-    int32_t top_k = 40;       // 0 = off
-    float top_p = 0.95f;      // 1 = off
-    float min_p = 0.05f;      // 0 = off
-    float typical_p = 1.0f;   // 1 = off
-    float repeat_penalty = 1.0f;     // 1 = off
-    float presence_penalty = 0.0f;   // 0 = off
-    float frequency_penalty = 0.0f;  // 0 = off
-    int32_t penalty_last_n = 64;     // how many recent tokens the penalties look at (-1 = all)
+    int32_t top_k = 40;                   // 0 = off
+    float top_p = 0.95f;                  // 1 = off
+    float min_p = 0.05f;                  // 0 = off
+    float typical_p = 1.0f;               // 1 = off
+    float repeat_penalty = 1.0f;          // 1 = off
+    float presence_penalty = 0.0f;        // 0 = off
+    float frequency_penalty = 0.0f;       // 0 = off
+    int32_t penalty_last_n = 64;          // how many recent tokens the penalties look at (-1 = all)
     std::map<int32_t, float> logit_bias;  // added to a token's logit (-inf bans it)
     uint64_t seed = 0;
 
@@ -33,7 +33,7 @@ struct SamplingParams {
 };
 
 class Sampler {
-public:
+  public:
     Sampler(const SamplingParams& params, int32_t n_vocab);
 
     // Picks the next token from logits [n_vocab]. Does not record it: call accept().
@@ -47,7 +47,7 @@ public:
 
     const SamplingParams& params() const { return params_; }
 
-private:
+  private:
     struct Candidate {
         int32_t id;
         float logit;

@@ -9,8 +9,8 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "common/fixtures.h"
@@ -28,8 +28,10 @@ struct TurnStats {
 
 std::vector<TurnStats> parse_stats(const std::string& err) {
     std::vector<TurnStats> turns;
-    const std::regex line(R"(\[prompt: (\d+) new tokens evaluated, (\d+) reused from the cache; answer: \d+ tokens, [0-9.]+ tokens/s; stop: (\w+)\])");
-    for (auto it = std::sregex_iterator(err.begin(), err.end(), line); it != std::sregex_iterator(); ++it) {
+    const std::regex line(
+        R"(\[prompt: (\d+) new tokens evaluated, (\d+) reused from the cache; answer: \d+ tokens, [0-9.]+ tokens/s; stop: (\w+)\])");
+    for (auto it = std::sregex_iterator(err.begin(), err.end(), line); it != std::sregex_iterator();
+         ++it) {
         turns.push_back({std::stoi((*it)[1]), std::stoi((*it)[2]), (*it)[3]});
     }
     return turns;
@@ -42,8 +44,8 @@ TEST(ChatCommand, ScriptedTurnsReuseTheCache) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto turns = parse_stats(r.err);
     ASSERT_EQ(turns.size(), 3u) << r.err;
-    // Turn 1 evaluates the whole prompt; turn 2 reuses all of it (and the answer) and evaluates only
-    // the end of the answer, the new user message and the generation prompt.
+    // Turn 1 evaluates the whole prompt; turn 2 reuses all of it (and the answer) and evaluates
+    // only the end of the answer, the new user message and the generation prompt.
     EXPECT_EQ(turns[0].reused, 0);
     EXPECT_GT(turns[1].reused, turns[0].evaluated);
     EXPECT_LT(turns[1].evaluated, turns[1].reused / 2);
@@ -61,20 +63,23 @@ TEST(ChatCommand, ScriptedTurnsReuseTheCache) {
 
 TEST(ChatCommand, SystemPromptAndExit) {
     MINFER_REQUIRE_FIXTURE(model, "models/tiny-qwen2-q8_0.gguf");
-    const auto r = run_minfer({"chat", model.string(), "--temp", "0", "-n", "3", "--stats", "--system", "Be brief."},
-                              "Hi\n/exit\nThis line is never read\n");
+    const auto r = run_minfer(
+        {"chat", model.string(), "--temp", "0", "-n", "3", "--stats", "--system", "Be brief."},
+        "Hi\n/exit\nThis line is never read\n");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(parse_stats(r.err).size(), 1u);
 }
 
-// What a pseudo-terminal's program wrote, read as it comes; expect() moves a cursor past each match.
+// What a pseudo-terminal's program wrote, read as it comes; expect() moves a cursor past each
+// match.
 class PtyReader {
-public:
+  public:
     explicit PtyReader(int fd) : fd_(fd) {}
 
     // Waits until `needle` appears after the cursor; moves the cursor past it.
     bool expect(const std::string& needle, int timeout_ms = 20000) {
-        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+        const auto deadline =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
         while (true) {
             if (const auto at = seen_.find(needle, cursor_); at != std::string::npos) {
                 cursor_ = at + needle.size();
@@ -85,7 +90,7 @@ public:
     }
     const std::string& seen() const { return seen_; }
 
-private:
+  private:
     bool read_some() {
         pollfd p{fd_, POLLIN, 0};
         if (poll(&p, 1, 50) <= 0) return true;
@@ -109,8 +114,8 @@ TEST(ChatCommand, CtrlCStopsTheAnswerOnATerminal) {
     if (pid == 0) {
         // Ban the end-of-text token (id 2) so the answer runs until interrupted or the 4096-token
         // context fills (seconds on this model).
-        execl(MINFER_BINARY, "minfer", "chat", model.c_str(), "--temp", "1", "--ctx", "4096", "--logit-bias", "2-inf",
-              "--stats", "-t", "1", static_cast<char*>(nullptr));
+        execl(MINFER_BINARY, "minfer", "chat", model.c_str(), "--temp", "1", "--ctx", "4096",
+              "--logit-bias", "2-inf", "--stats", "-t", "1", static_cast<char*>(nullptr));
         _exit(127);
     }
     PtyReader pty(master);
@@ -119,7 +124,7 @@ TEST(ChatCommand, CtrlCStopsTheAnswerOnATerminal) {
     ASSERT_EQ(write(master, "Once upon a time\r", 17), 17);
     ASSERT_TRUE(pty.expect("Once upon a time")) << pty.seen();
     ASSERT_TRUE(pty.expect("\n")) << pty.seen();
-    usleep(300000);                           // the answer is being written
+    usleep(300000);                          // the answer is being written
     ASSERT_EQ(write(master, "\x03", 1), 1);  // Ctrl-C
     ASSERT_TRUE(pty.expect("stop: interrupted")) << pty.seen();
     ASSERT_TRUE(pty.expect("> ")) << pty.seen();  // back at the prompt
@@ -137,31 +142,36 @@ TEST(ChatCommand, CtrlCStopsTheAnswerOnATerminal) {
 
 TEST(BenchCommand, PrintsATableAndJson) {
     MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-q4_0.gguf");
-    const auto table = run_minfer({"bench", model.string(), "-p", "16", "-n", "4", "-r", "2", "-t", "1,2", "--no-roofline"});
+    const auto table = run_minfer(
+        {"bench", model.string(), "-p", "16", "-n", "4", "-r", "2", "-t", "1,2", "--no-roofline"});
     ASSERT_EQ(table.exit_code, 0) << table.err;
     EXPECT_NE(table.out.find("| model"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("pp16"), std::string::npos);
     EXPECT_NE(table.out.find("tg4"), std::string::npos);
     EXPECT_NE(table.out.find(" ± "), std::string::npos);
-    const auto json = run_minfer({"bench", model.string(), "-p", "8", "-n", "2", "-r", "2", "-t", "1", "--json"});
+    const auto json =
+        run_minfer({"bench", model.string(), "-p", "8", "-n", "2", "-r", "2", "-t", "1", "--json"});
     ASSERT_EQ(json.exit_code, 0) << json.err;
     const auto doc = nlohmann::json::parse(json.out);
     ASSERT_EQ(doc.size(), 2u);
-    for (const char* key : {"model_filename", "model_type", "model_size", "model_n_params", "n_threads", "n_prompt",
-                            "n_gen", "avg_ts", "stddev_ts", "samples_ts"}) {
+    for (const char* key :
+         {"model_filename", "model_type", "model_size", "model_n_params", "n_threads", "n_prompt",
+          "n_gen", "avg_ts", "stddev_ts", "samples_ts"}) {
         EXPECT_TRUE(doc[0].contains(key)) << key;
     }
     EXPECT_EQ(doc[0]["n_prompt"], 8);
     EXPECT_EQ(doc[1]["n_gen"], 2);
     EXPECT_EQ(doc[0]["samples_ts"].size(), 2u);
-    const auto csv = run_minfer({"bench", model.string(), "-p", "8", "-n", "0", "-r", "1", "-t", "1", "--csv"});
+    const auto csv =
+        run_minfer({"bench", model.string(), "-p", "8", "-n", "0", "-r", "1", "-t", "1", "--csv"});
     ASSERT_EQ(csv.exit_code, 0) << csv.err;
     EXPECT_EQ(csv.out.rfind("build_commit,", 0), 0u) << csv.out;
 }
 
 TEST(BenchCommand, RooflineReportsBandwidth) {
     MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-q4_0.gguf");
-    const auto r = run_minfer({"bench", model.string(), "-p", "0", "-n", "8", "-r", "1", "-t", "1"});
+    const auto r =
+        run_minfer({"bench", model.string(), "-p", "0", "-n", "8", "-r", "1", "-t", "1"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("Decode roofline"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("GB/s measured read bandwidth"), std::string::npos) << r.out;

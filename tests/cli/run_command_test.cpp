@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/fixtures.h"
 #include "common/golden.h"
@@ -15,7 +15,9 @@ namespace {
 
 using test::run_minfer;
 
-int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+int count_lines(const std::string& s) {
+    return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
 
 TEST(RunCommand, StoriesGreedyFromBosWritesTheGoldenStory) {
     MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
@@ -25,15 +27,18 @@ TEST(RunCommand, StoriesGreedyFromBosWritesTheGoldenStory) {
         if (c.prompt.empty()) golden_text = c.generated_text;
     }
     ASSERT_FALSE(golden_text.empty());
-    const auto r = run_minfer({"run", model.string(), "--raw", "-p", "", "--temp", "0", "-n", "40"});
+    const auto r =
+        run_minfer({"run", model.string(), "--raw", "-p", "", "--temp", "0", "-n", "40"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    // 40 of the golden 64 tokens: the output is a prefix of the golden text, past its first sentences.
+    // 40 of the golden 64 tokens: the output is a prefix of the golden text, past its first
+    // sentences.
     std::string out = r.out;
     ASSERT_FALSE(out.empty());
     ASSERT_EQ(out.back(), '\n');
     out.pop_back();
     EXPECT_EQ(golden_text.compare(0, out.size(), out), 0) << "got: " << out;
-    EXPECT_NE(out.find(" Once upon a time, there was a little girl named Lily. She loved to play outside in the park."),
+    EXPECT_NE(out.find(" Once upon a time, there was a little girl named Lily. She loved to play "
+                       "outside in the park."),
               std::string::npos)
         << out;
     EXPECT_NE(r.err.find("minfer: generation"), std::string::npos) << r.err;
@@ -42,7 +47,8 @@ TEST(RunCommand, StoriesGreedyFromBosWritesTheGoldenStory) {
 
 TEST(RunCommand, JsonResult) {
     MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
-    const auto r = run_minfer({"run", model.string(), "--raw", "-p", "Once upon a time", "--temp", "0", "-n", "8", "--json"});
+    const auto r = run_minfer({"run", model.string(), "--raw", "-p", "Once upon a time", "--temp",
+                               "0", "-n", "8", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto doc = nlohmann::json::parse(r.out);
     EXPECT_EQ(doc["tokens"].size(), 8u);
@@ -62,14 +68,16 @@ TEST(RunCommand, TokenIdsInTokenIdsOut) {
     const auto r = run_minfer({"run", model.string(), "--tokens", ids, "-n", "10", "--temp", "0"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::string expected;
-    for (int i = 0; i < 10; ++i) expected += (i ? "," : "") + std::to_string(c.generated_tokens[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < 10; ++i)
+        expected +=
+            (i ? "," : "") + std::to_string(c.generated_tokens[static_cast<std::size_t>(i)]);
     EXPECT_EQ(r.out, expected + "\n");
 }
 
 TEST(RunCommand, StopStringEndsTheAnswerBeforeIt) {
     MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
-    const auto r = run_minfer({"run", model.string(), "--raw", "-p", "", "--temp", "0", "-n", "60", "--stop", "Lily",
-                               "--json"});
+    const auto r = run_minfer({"run", model.string(), "--raw", "-p", "", "--temp", "0", "-n", "60",
+                               "--stop", "Lily", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto doc = nlohmann::json::parse(r.out);
     EXPECT_EQ(doc["stop_reason"], "stop");
@@ -78,7 +86,8 @@ TEST(RunCommand, StopStringEndsTheAnswerBeforeIt) {
 
 TEST(RunCommand, SameSeedSameText) {
     MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
-    const std::vector<std::string> args = {"run", model.string(), "--raw", "-p", "Once", "-n", "30", "--seed", "7", "--json"};
+    const std::vector<std::string> args = {"run", model.string(), "--raw",  "-p", "Once",
+                                           "-n",  "30",           "--seed", "7",  "--json"};
     const auto a = run_minfer(args), b = run_minfer(args);
     ASSERT_EQ(a.exit_code, 0) << a.err;
     EXPECT_EQ(nlohmann::json::parse(a.out)["tokens"], nlohmann::json::parse(b.out)["tokens"]);
@@ -86,11 +95,14 @@ TEST(RunCommand, SameSeedSameText) {
 
 TEST(RunCommand, ChatTemplateIsAppliedUnlessRaw) {
     MINFER_REQUIRE_FIXTURE(model, "models/tiny-qwen2-f16.gguf");
-    const auto templated = run_minfer({"run", model.string(), "-p", "Hi", "-n", "1", "--temp", "0", "--json"});
-    const auto raw = run_minfer({"run", model.string(), "-p", "Hi", "-n", "1", "--temp", "0", "--json", "--raw"});
+    const auto templated =
+        run_minfer({"run", model.string(), "-p", "Hi", "-n", "1", "--temp", "0", "--json"});
+    const auto raw = run_minfer(
+        {"run", model.string(), "-p", "Hi", "-n", "1", "--temp", "0", "--json", "--raw"});
     ASSERT_EQ(templated.exit_code, 0) << templated.err;
     ASSERT_EQ(raw.exit_code, 0) << raw.err;
-    // "<|im_start|>system\n...<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n" vs "Hi".
+    // "<|im_start|>system\n...<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    // vs "Hi".
     const int templated_tokens = nlohmann::json::parse(templated.out)["prompt_tokens"].get<int>();
     const int raw_tokens = nlohmann::json::parse(raw.out)["prompt_tokens"].get<int>();
     EXPECT_GT(templated_tokens, raw_tokens + 10);
@@ -108,7 +120,8 @@ TEST(RunCommand, BadInputsGiveOneErrorLine) {
         {{"run", (dir / "not-a-model.gguf").string(), "-p", "x"}, "not a GGUF file"},
         {{"run", model.string(), "-p", "x", "-n", "-5"}, "--n-predict"},
         {{"run", model.string(), "-p", "x", "--ctx", "0"}, "--ctx"},
-        {{"run", model.string(), "-p", long_prompt, "--ctx", "64"}, "does not fit the context of 64"},
+        {{"run", model.string(), "-p", long_prompt, "--ctx", "64"},
+         "does not fit the context of 64"},
         {{"run", model.string()}, "give a prompt"},
         {{"run", model.string(), "-p", "x", "--top-p", "0"}, "--top-p"},
         {{"run", model.string(), "--tokens", "1,x"}, "'x' is not a token id"},
@@ -125,7 +138,8 @@ TEST(RunCommand, BadInputsGiveOneErrorLine) {
             if (line.rfind("minfer: error:", 0) == 0) errors += line + "\n";
         }
         EXPECT_EQ(count_lines(errors), 1) << r.err;
-        EXPECT_NE(errors.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err;
+        EXPECT_NE(errors.find(needle), std::string::npos)
+            << "expected '" << needle << "' in: " << r.err;
     }
 }
 
@@ -134,7 +148,8 @@ TEST(ScoreCommand, JsonLikeTheGoldenFiles) {
     MINFER_REQUIRE_FIXTURE(golden_path, "golden/tiny-llama-q4_0.json");
     const auto golden = test::load_golden(golden_path);
     const auto& c = golden.cases.front();
-    const auto r = run_minfer({"score", model.string(), "--prompt", c.prompt, "--json", "--top", "10"});
+    const auto r =
+        run_minfer({"score", model.string(), "--prompt", c.prompt, "--json", "--top", "10"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto doc = nlohmann::json::parse(r.out);
     EXPECT_EQ(doc["n_vocab"], golden.n_vocab);
@@ -162,7 +177,8 @@ TEST(ScoreCommand, DumpGraphListsTheOperations) {
 
 TEST(ScoreCommand, TraceTimesEveryOperation) {
     MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-f16.gguf");
-    const auto r = run_minfer({"score", model.string(), "--tokens", "1,2,3"}, "", {{"MINFER_TRACE", "1"}});
+    const auto r =
+        run_minfer({"score", model.string(), "--tokens", "1,2,3"}, "", {{"MINFER_TRACE", "1"}});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("trace: blk.0.attn_q"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(" us"), std::string::npos);

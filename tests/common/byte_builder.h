@@ -10,7 +10,7 @@
 namespace minfer::test {
 
 class ByteBuilder {
-public:
+  public:
     template <class T>
     ByteBuilder& put(T v) {
         const auto* p = reinterpret_cast<const std::byte*>(&v);
@@ -41,7 +41,7 @@ public:
     std::size_t size() const { return bytes_.size(); }
     const std::vector<std::byte>& bytes() const { return bytes_; }
 
-private:
+  private:
     std::vector<std::byte> bytes_;
 };
 

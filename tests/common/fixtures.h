@@ -28,7 +28,7 @@ CommandResult run_minfer(const std::vector<std::string>& args, const std::string
 
 // A fresh, empty temporary directory that is removed when the object dies.
 class TempDir {
-public:
+  public:
     TempDir();
     ~TempDir();
     TempDir(const TempDir&) = delete;
@@ -36,7 +36,7 @@ public:
     const std::filesystem::path& path() const { return path_; }
     std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
 
-private:
+  private:
     std::filesystem::path path_;
 };
 
@@ -45,7 +45,7 @@ private:
 // Declares `var` as the fixture's path; if the fixture is missing, the test fails in CI and is
 // skipped (with the reason) elsewhere.
 #define MINFER_REQUIRE_FIXTURE(var, relative)                                               \
-    const std::filesystem::path var = ::minfer::test::fixture_path(relative);              \
+    const std::filesystem::path var = ::minfer::test::fixture_path(relative);               \
     if (!std::filesystem::exists(var)) {                                                    \
         if (::minfer::test::in_ci()) {                                                      \
             FAIL() << "fixture missing in CI: " << var;                                     \

@@ -13,7 +13,9 @@ std::vector<int32_t> GoldenCase::all_tokens() const {
     return all;
 }
 
-double Golden::tolerance() const { return 0.03 + std::max(2.0 * self_spread, 1.25 * cross_engine); }
+double Golden::tolerance() const {
+    return 0.03 + std::max(2.0 * self_spread, 1.25 * cross_engine);
+}
 
 Golden load_golden(const std::filesystem::path& path) {
     std::ifstream in(path);
@@ -33,7 +35,8 @@ Golden load_golden(const std::filesystem::path& path) {
         for (const auto& p : c.at("positions")) {
             GoldenPosition gp;
             gp.logsumexp = p.at("logsumexp").get<double>();
-            for (const auto& t : p.at("top")) gp.top.emplace_back(t.at(0).get<int32_t>(), t.at(1).get<float>());
+            for (const auto& t : p.at("top"))
+                gp.top.emplace_back(t.at(0).get<int32_t>(), t.at(1).get<float>());
             gc.positions.push_back(std::move(gp));
         }
         g.cases.push_back(std::move(gc));

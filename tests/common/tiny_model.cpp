@@ -21,7 +21,8 @@ void write_tiny_model(const std::filesystem::path& path, const TinyModelSpec& s)
     set_key(a + ".embedding_length", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_embd)));
     set_key(a + ".feed_forward_length", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_ff)));
     set_key(a + ".attention.head_count", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_head)));
-    set_key(a + ".attention.head_count_kv", GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_head_kv)));
+    set_key(a + ".attention.head_count_kv",
+            GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_head_kv)));
     set_key(a + ".context_length", GgufValue::of<uint32_t>(256));
     set_key(a + ".attention.layer_norm_rms_epsilon", GgufValue::of<float>(1e-5f));
 
@@ -33,11 +34,13 @@ void write_tiny_model(const std::filesystem::path& path, const TinyModelSpec& s)
         int64_t n = 1;
         for (int64_t d : shape) n *= d;
         std::vector<float> values(static_cast<std::size_t>(n));
-        std::normal_distribution<float> dist(is_norm ? 1.0f : 0.0f,
-                                             is_norm ? 0.05f : 1.0f / std::sqrt(static_cast<float>(shape[0])));
+        std::normal_distribution<float> dist(
+            is_norm ? 1.0f : 0.0f,
+            is_norm ? 0.05f : 1.0f / std::sqrt(static_cast<float>(shape[0])));
         for (auto& v : values) v = dist(rng);
         storage->push_back(std::move(values));
-        w.add_tensor(name, GgmlType::F32, std::move(shape), std::as_bytes(std::span(storage->back())));
+        w.add_tensor(name, GgmlType::F32, std::move(shape),
+                     std::as_bytes(std::span(storage->back())));
     };
     const int head_dim = s.n_embd / s.n_head;
     add("token_embd.weight", {s.n_embd, s.n_vocab}, false);

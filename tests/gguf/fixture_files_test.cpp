@@ -51,11 +51,11 @@ TEST(FixtureFiles, QuantFixtures) {
 TEST(FixtureFiles, EveryVocabFileHasItsTokens) {
     // Token counts of the real tokenizers (the vocab_size of each model family's config).
     const std::map<std::string, uint64_t> expected = {
-        {"llama-spm", 32000},      {"phi-3", 32064},          {"gpt-2", 50257},
+        {"llama-spm", 32000},       {"phi-3", 32064},          {"gpt-2", 50257},
         {"gpt2-llama3-pre", 50257}, {"gpt2-qwen2-pre", 50257}, {"falcon", 65024},
-        {"starcoder", 49152},      {"refact", 49216},         {"mpt", 50432},
-        {"deepseek-coder", 32256}, {"deepseek-llm", 102400},  {"bert-bge", 30522},
-        {"gpt-neox", 50432},       {"baichuan", 64000},
+        {"starcoder", 49152},       {"refact", 49216},         {"mpt", 50432},
+        {"deepseek-coder", 32256},  {"deepseek-llm", 102400},  {"bert-bge", 30522},
+        {"gpt-neox", 50432},        {"baichuan", 64000},
     };
     for (const auto& [name, n] : expected) {
         SCOPED_TRACE(name);

@@ -17,7 +17,8 @@ TEST(InfoCommand, TextSummaryOfStories) {
     const auto r = run_minfer({"info", path.string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("File: 1185376 bytes (1.1 MB) in 1 part(s)"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("GGUF v3: 19 KV, 48 tensors, alignment 32, data at offset"), std::string::npos);
+    EXPECT_NE(r.out.find("GGUF v3: 19 KV, 48 tensors, alignment 32, data at offset"),
+              std::string::npos);
     EXPECT_NE(r.out.find("llama.block_count"), std::string::npos);
     EXPECT_NE(r.out.find("(512 items)"), std::string::npos);  // long arrays abbreviated
     EXPECT_NE(r.out.find("blk.4.ffn_norm.weight"), std::string::npos);
@@ -46,7 +47,8 @@ TEST(InfoCommand, JsonDocument) {
         }
     }
     EXPECT_TRUE(found_tokens);
-    const auto full = nlohmann::json::parse(run_minfer({"info", "--json", "--full", path.string()}).out);
+    const auto full =
+        nlohmann::json::parse(run_minfer({"info", "--json", "--full", path.string()}).out);
     for (const auto& m : full["metadata"])
         if (m["key"] == "tokenizer.ggml.tokens") {
             EXPECT_EQ(m["value"].size(), 512u);
@@ -59,28 +61,28 @@ TEST(InfoCommand, DirectoryListsItsFiles) {
     GgufWriter().write_file(dir / "b.gguf");
     const auto r = run_minfer({"info", dir.path().string()});
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("is a directory; GGUF files in it: a.gguf, b.gguf"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is a directory; GGUF files in it: a.gguf, b.gguf"), std::string::npos)
+        << r.err;
     std::filesystem::remove(dir / "b.gguf");
     EXPECT_EQ(run_minfer({"info", dir.path().string()}).exit_code, 0);
 }
 
 TEST(InfoCommand, ErrorsAreOneLineAndExitOne) {
     test::TempDir dir;
-    {
-        std::ofstream(dir / "notes.txt") << "this is not a model\n";
-    }
-    for (const auto& args : std::vector<std::vector<std::string>>{
-             {"info", (dir / "missing.gguf").string()},
-             {"info", (dir / "notes.txt").string()},
-             {"info"},
-             {"info", "--bogus", (dir / "notes.txt").string()}}) {
+    { std::ofstream(dir / "notes.txt") << "this is not a model\n"; }
+    for (const auto& args :
+         std::vector<std::vector<std::string>>{{"info", (dir / "missing.gguf").string()},
+                                               {"info", (dir / "notes.txt").string()},
+                                               {"info"},
+                                               {"info", "--bogus", (dir / "notes.txt").string()}}) {
         const auto r = run_minfer(args);
         EXPECT_NE(r.exit_code, 0) << args.back();
         EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
         EXPECT_TRUE(r.out.empty());
     }
     const auto r = run_minfer({"info", (dir / "notes.txt").string()});
-    EXPECT_NE(r.err.find("not a GGUF file: magic is 'this', expected 'GGUF'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("not a GGUF file: magic is 'this', expected 'GGUF'"), std::string::npos)
+        << r.err;
 }
 
 TEST(Cli, HelpAndVersion) {

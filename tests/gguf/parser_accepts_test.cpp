@@ -132,7 +132,8 @@ TEST(GgufMetadataAccess, TypedGettersNameTheKey) {
         m.get<float>("llama.block_count");
         FAIL();
     } catch (const FormatError& e) {
-        EXPECT_STREQ(e.what(), "m.gguf: metadata key 'llama.block_count' has type u32, expected f32");
+        EXPECT_STREQ(e.what(),
+                     "m.gguf: metadata key 'llama.block_count' has type u32, expected f32");
     }
     EXPECT_THROW(m.get_string("eps"), FormatError);
 }

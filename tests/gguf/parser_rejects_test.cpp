@@ -22,13 +22,14 @@ std::string parse_error(const ByteBuilder& b) {
     return "";
 }
 
-#define EXPECT_REJECTED(builder, ...)                                              \
-    do {                                                                           \
-        const std::string msg = parse_error(builder);                              \
-        ASSERT_FALSE(msg.empty()) << "accepted a malformed file";                  \
-        EXPECT_NE(msg.find("hostile.gguf"), std::string::npos) << msg;             \
-        for (const char* part : {__VA_ARGS__})                                     \
-            EXPECT_NE(msg.find(part), std::string::npos) << "missing '" << part << "' in: " << msg; \
+#define EXPECT_REJECTED(builder, ...)                                  \
+    do {                                                               \
+        const std::string msg = parse_error(builder);                  \
+        ASSERT_FALSE(msg.empty()) << "accepted a malformed file";      \
+        EXPECT_NE(msg.find("hostile.gguf"), std::string::npos) << msg; \
+        for (const char* part : {__VA_ARGS__})                         \
+            EXPECT_NE(msg.find(part), std::string::npos)               \
+                << "missing '" << part << "' in: " << msg;             \
     } while (0)
 
 // A header followed by one u32 KV pair "k" = 1.
@@ -43,7 +44,10 @@ TEST(GgufRejects, BadMagicShowsTheBytesFound) {
     b.raw("GGML").u32(3).i64(0).i64(0);
     EXPECT_REJECTED(b, "magic", "GGML", "GGUF");
     ByteBuilder bin;
-    bin.raw(std::string("\x7f" "ELF", 4)).zeros(20);
+    bin.raw(std::string("\x7f"
+                        "ELF",
+                        4))
+        .zeros(20);
     EXPECT_REJECTED(bin, "\\x7fELF");
 }
 
@@ -156,7 +160,14 @@ TEST(GgufRejects, BoolOtherThanZeroOrOne) {
     c.header(3, 0, 1).str("flag").u32(7).put<uint8_t>(2);
     EXPECT_REJECTED(c, "key 'flag'", "bool value is 2");
     ByteBuilder arr;
-    arr.header(3, 0, 1).str("flags").u32(9).u32(7).u64(3).put<uint8_t>(1).put<uint8_t>(0).put<uint8_t>(5);
+    arr.header(3, 0, 1)
+        .str("flags")
+        .u32(9)
+        .u32(7)
+        .u64(3)
+        .put<uint8_t>(1)
+        .put<uint8_t>(0)
+        .put<uint8_t>(5);
     EXPECT_REJECTED(arr, "key 'flags'", "bool element 2 is 5");
 }
 
@@ -205,7 +216,8 @@ TEST(GgufRejects, NegativeDimension) {
 }
 
 TEST(GgufRejects, ElementCountOverflow) {
-    EXPECT_REJECTED(one_tensor("w", {int64_t{1} << 40, int64_t{1} << 40}, 0, 0, 0), "too many elements");
+    EXPECT_REJECTED(one_tensor("w", {int64_t{1} << 40, int64_t{1} << 40}, 0, 0, 0),
+                    "too many elements");
 }
 
 TEST(GgufRejects, ByteSizeOverflow) {
@@ -220,8 +232,8 @@ TEST(GgufRejects, UnknownTypeId) {
 
 TEST(GgufRejects, RemovedTypeIdsByName) {
     const std::pair<uint32_t, const char*> removed[] = {
-        {4, "q4_2"}, {5, "q4_3"}, {31, "q4_0_4_4"}, {32, "q4_0_4_8"}, {33, "q4_0_8_8"},
-        {36, "iq4_nl_4_4"}, {37, "iq4_nl_4_8"}, {38, "iq4_nl_8_8"}};
+        {4, "q4_2"},      {5, "q4_3"},        {31, "q4_0_4_4"},   {32, "q4_0_4_8"},
+        {33, "q4_0_8_8"}, {36, "iq4_nl_4_4"}, {37, "iq4_nl_4_8"}, {38, "iq4_nl_8_8"}};
     for (const auto& [id, name] : removed) {
         SCOPED_TRACE(name);
         EXPECT_REJECTED(one_tensor("w", {32}, id, 0, 64), name, "removed");
@@ -229,7 +241,8 @@ TEST(GgufRejects, RemovedTypeIdsByName) {
 }
 
 TEST(GgufRejects, RowNotAWholeNumberOfBlocks) {
-    EXPECT_REJECTED(one_tensor("w", {48, 2}, 2 /* q4_0 */, 0, 64), "48 elements per row", "block size 32");
+    EXPECT_REJECTED(one_tensor("w", {48, 2}, 2 /* q4_0 */, 0, 64), "48 elements per row",
+                    "block size 32");
     EXPECT_REJECTED(one_tensor("w", {128}, 12 /* q4_K */, 0, 144), "block size 256");
 }
 
@@ -251,8 +264,8 @@ TEST(GgufRejects, TruncatedDataSection) {
     ByteBuilder b = one_tensor("w", {1024}, 0, 0, 1000);
     const std::string msg = parse_error(b);
     const uint64_t data_start = b.size() - 1000;
-    EXPECT_NE(msg.find("truncated: expected " + std::to_string(data_start + 4096) + " bytes, found " +
-                       std::to_string(b.size())),
+    EXPECT_NE(msg.find("truncated: expected " + std::to_string(data_start + 4096) +
+                       " bytes, found " + std::to_string(b.size())),
               std::string::npos)
         << msg;
 }

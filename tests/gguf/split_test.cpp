@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/error.h"
 #include "common/fixtures.h"
+#include "core/error.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "gguf/split_path.h"
@@ -27,8 +27,8 @@ TEST(SplitName, ParsesTheFiveDigitPattern) {
 
 struct SplitOptions {
     int count = 3;
-    int wrong_no_at = -1;          // write a wrong split.no in this part
-    int64_t tensors_count = -1;    // override split.tensors.count
+    int wrong_no_at = -1;        // write a wrong split.no in this part
+    int64_t tensors_count = -1;  // override split.tensors.count
     bool duplicate_tensor = false;
 };
 
@@ -38,13 +38,17 @@ void write_split(const test::TempDir& dir, const SplitOptions& o) {
     for (int i = 0; i < o.count; ++i) {
         GgufWriter w;
         w.metadata().set("general.architecture", GgufValue::string(i == 0 ? "llama" : "part"));
-        w.metadata().set("split.no", GgufValue::of<uint16_t>(static_cast<uint16_t>(i == o.wrong_no_at ? 7 : i)));
+        w.metadata().set(
+            "split.no", GgufValue::of<uint16_t>(static_cast<uint16_t>(i == o.wrong_no_at ? 7 : i)));
         w.metadata().set("split.count", GgufValue::of<uint16_t>(static_cast<uint16_t>(o.count)));
         w.metadata().set("split.tensors.count",
-                         GgufValue::of<int32_t>(static_cast<int32_t>(o.tensors_count >= 0 ? o.tensors_count : 2 * o.count)));
-        const std::string a = o.duplicate_tensor && i == 1 ? "t0.a" : "t" + std::to_string(i) + ".a";
+                         GgufValue::of<int32_t>(static_cast<int32_t>(
+                             o.tensors_count >= 0 ? o.tensors_count : 2 * o.count)));
+        const std::string a =
+            o.duplicate_tensor && i == 1 ? "t0.a" : "t" + std::to_string(i) + ".a";
         w.add_tensor(a, GgmlType::F32, {16}, std::as_bytes(std::span(data)));
-        w.add_tensor("t" + std::to_string(i) + ".b", GgmlType::F32, {8}, std::as_bytes(std::span(data).first(8)));
+        w.add_tensor("t" + std::to_string(i) + ".b", GgmlType::F32, {8},
+                     std::as_bytes(std::span(data).first(8)));
         w.write_file(split_part_path((dir / "model").string(), i + 1, o.count));
     }
 }
@@ -93,26 +97,30 @@ TEST(SplitModel, MissingPartIsNamed) {
 TEST(SplitModel, WrongSplitNo) {
     test::TempDir dir;
     write_split(dir, {.wrong_no_at = 1});
-    EXPECT_NE(open_error(dir / "model-00001-of-00003.gguf").find("split.no is 7, expected 1"), std::string::npos);
+    EXPECT_NE(open_error(dir / "model-00001-of-00003.gguf").find("split.no is 7, expected 1"),
+              std::string::npos);
 }
 
 TEST(SplitModel, WrongTensorCount) {
     test::TempDir dir;
     write_split(dir, {.tensors_count = 5});
-    EXPECT_NE(open_error(dir / "model-00001-of-00003.gguf").find("split.tensors.count is 5"), std::string::npos);
+    EXPECT_NE(open_error(dir / "model-00001-of-00003.gguf").find("split.tensors.count is 5"),
+              std::string::npos);
 }
 
 TEST(SplitModel, DuplicateTensorAcrossParts) {
     test::TempDir dir;
     write_split(dir, {.duplicate_tensor = true});
-    EXPECT_NE(open_error(dir / "model-00001-of-00003.gguf").find("'t0.a' also appears"), std::string::npos);
+    EXPECT_NE(open_error(dir / "model-00001-of-00003.gguf").find("'t0.a' also appears"),
+              std::string::npos);
 }
 
 TEST(SplitModel, CountInNameDisagreesWithMetadata) {
     test::TempDir dir;
     write_split(dir, {.count = 2});
     std::filesystem::rename(dir / "model-00001-of-00002.gguf", dir / "other-00001-of-00003.gguf");
-    EXPECT_NE(open_error(dir / "other-00001-of-00003.gguf").find("split.count is 2"), std::string::npos);
+    EXPECT_NE(open_error(dir / "other-00001-of-00003.gguf").find("split.count is 2"),
+              std::string::npos);
     std::filesystem::rename(dir / "other-00001-of-00003.gguf", dir / "plain.gguf");
     EXPECT_NE(open_error(dir / "plain.gguf").find("does not follow"), std::string::npos);
 }
@@ -128,8 +136,9 @@ TEST(ResolveModelPath, DirectoryWithOneModel) {
         FAIL();
     } catch (const Error& e) {
         const std::string msg = e.what();
-        EXPECT_NE(msg.find("is a directory; GGUF files in it: model-00001-of-00003.gguf, second.gguf"),
-                  std::string::npos)
+        EXPECT_NE(
+            msg.find("is a directory; GGUF files in it: model-00001-of-00003.gguf, second.gguf"),
+            std::string::npos)
             << msg;
     }
     EXPECT_THROW(resolve_model_path(dir / "absent.gguf"), IoError);

@@ -56,7 +56,8 @@ TEST(GgufWriter, RoundTripsEveryValueTypeAndTensors) {
     ASSERT_EQ(r.size(), m.size());
     for (std::size_t i = 0; i < m.size(); ++i) {
         EXPECT_EQ(r.entries()[i].key, m.entries()[i].key);
-        EXPECT_EQ(r.entries()[i].value.to_display_string(), m.entries()[i].value.to_display_string());
+        EXPECT_EQ(r.entries()[i].value.to_display_string(),
+                  m.entries()[i].value.to_display_string());
     }
     EXPECT_EQ(r.get<uint8_t>("u8"), 200);
     EXPECT_EQ(r.get<int8_t>("i8"), -100);

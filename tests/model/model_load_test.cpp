@@ -87,7 +87,8 @@ TEST(ModelLoad, HeadsNotDivisibleByKvHeads) {
 TEST(ModelLoad, KeyOutOfRange) {
     expect_load_error(spec_with([](TinyModelSpec& s) {
                           s.customize = [](GgufWriter& w) {
-                              w.metadata().set("llama.rope.dimension_count", GgufValue::of<uint32_t>(64));
+                              w.metadata().set("llama.rope.dimension_count",
+                                               GgufValue::of<uint32_t>(64));
                           };
                       }),
                       "'llama.rope.dimension_count' is 64, expected 0..16");
@@ -102,7 +103,8 @@ TEST(ModelLoad, KeyOutOfRange) {
 TEST(ModelLoad, UnsupportedRopeScaling) {
     expect_load_error(spec_with([](TinyModelSpec& s) {
                           s.customize = [](GgufWriter& w) {
-                              w.metadata().set("llama.rope.scaling.type", GgufValue::string("yarn"));
+                              w.metadata().set("llama.rope.scaling.type",
+                                               GgufValue::string("yarn"));
                           };
                       }),
                       "RoPE scaling type 'yarn' is not supported yet");
@@ -110,13 +112,14 @@ TEST(ModelLoad, UnsupportedRopeScaling) {
 
 TEST(ModelLoad, LinearRopeScaling) {
     test::TempDir dir;
-    auto model = load(spec_with([](TinyModelSpec& s) {
-                          s.customize = [](GgufWriter& w) {
-                              w.metadata().set("llama.rope.scaling.type", GgufValue::string("linear"));
-                              w.metadata().set("llama.rope.scaling.factor", GgufValue::of<float>(4.0f));
-                          };
-                      }),
-                      dir);
+    auto model =
+        load(spec_with([](TinyModelSpec& s) {
+                 s.customize = [](GgufWriter& w) {
+                     w.metadata().set("llama.rope.scaling.type", GgufValue::string("linear"));
+                     w.metadata().set("llama.rope.scaling.factor", GgufValue::of<float>(4.0f));
+                 };
+             }),
+             dir);
     EXPECT_EQ(model->hparams().rope_freq_scale, 0.25f);
 }
 
@@ -133,7 +136,8 @@ TEST(ModelLoad, ExtraTensorsAreIgnored) {
     EXPECT_EQ(load_error(spec_with([](TinyModelSpec& s) {
                   s.customize = [](GgufWriter& w) {
                       static std::vector<float> data(64 * 64);
-                      w.add_tensor("blk.5.unused", GgmlType::F32, {64, 64}, std::as_bytes(std::span(data)));
+                      w.add_tensor("blk.5.unused", GgmlType::F32, {64, 64},
+                                   std::as_bytes(std::span(data)));
                   };
               })),
               "");
@@ -156,7 +160,8 @@ TEST(ModelLoad, NormThatIsNotF32) {
                           s.skip_tensors = {"output_norm.weight"};
                           s.customize = [](GgufWriter& w) {
                               static std::vector<uint16_t> data(64);
-                              w.add_tensor("output_norm.weight", GgmlType::F16, {64}, std::as_bytes(std::span(data)));
+                              w.add_tensor("output_norm.weight", GgmlType::F16, {64},
+                                           std::as_bytes(std::span(data)));
                           };
                       }),
                       "tensor 'output_norm.weight' has type f16; minfer expects f32");
@@ -164,16 +169,17 @@ TEST(ModelLoad, NormThatIsNotF32) {
 
 TEST(ModelLoad, UnsupportedWeightTypeIsNamed) {
     // IQ2_XXS blocks hold 256 values in 66 bytes.
-    expect_load_error(spec_with([](TinyModelSpec& s) {
-                          s.n_embd = 256;
-                          s.n_ff = 256;
-                          s.skip_tensors = {"blk.1.ffn_down.weight"};
-                          s.customize = [](GgufWriter& w) {
-                              static std::vector<std::byte> data(66 * 256);
-                              w.add_tensor("blk.1.ffn_down.weight", GgmlType::IQ2_XXS, {256, 256}, data);
-                          };
-                      }),
-                      "blk.1.ffn_down.weight has type iq2_xxs, which minfer does not support yet");
+    expect_load_error(
+        spec_with([](TinyModelSpec& s) {
+            s.n_embd = 256;
+            s.n_ff = 256;
+            s.skip_tensors = {"blk.1.ffn_down.weight"};
+            s.customize = [](GgufWriter& w) {
+                static std::vector<std::byte> data(66 * 256);
+                w.add_tensor("blk.1.ffn_down.weight", GgmlType::IQ2_XXS, {256, 256}, data);
+            };
+        }),
+        "blk.1.ffn_down.weight has type iq2_xxs, which minfer does not support yet");
 }
 
 TEST(ModelLoad, QwenVariantsLoad) {

@@ -25,13 +25,17 @@ struct ParityParam {
 // "tiny-llama-q4_0.json" -> "tiny_llama_q4_0"
 std::string golden_name(const std::string& file) {
     std::string name = file.substr(0, file.size() - 5);
-    std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+    std::replace_if(
+        name.begin(), name.end(),
+        [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
     return name;
 }
 
 std::string param_name(const testing::TestParamInfo<ParityParam>& info) {
     const std::string name = golden_name(info.param.golden);
-    const char* mode = info.param.mode == Mode::OneBatch ? "batch" : info.param.mode == Mode::TokenByToken ? "bytoken" : "micro7";
+    const char* mode = info.param.mode == Mode::OneBatch       ? "batch"
+                       : info.param.mode == Mode::TokenByToken ? "bytoken"
+                                                               : "micro7";
     return name + "_" + mode + "_t" + std::to_string(info.param.threads);
 }
 
@@ -61,7 +65,8 @@ TEST_P(Parity, LogprobsMatchTheReference) {
             };
         };
         if (p.mode == Mode::TokenByToken) {
-            for (std::size_t i = 0; i < tokens.size(); ++i) ctx.evaluate(std::span(tokens).subspan(i, 1), true, keep(i));
+            for (std::size_t i = 0; i < tokens.size(); ++i)
+                ctx.evaluate(std::span(tokens).subspan(i, 1), true, keep(i));
         } else {
             ctx.evaluate(tokens, true, keep(0));
         }
@@ -72,18 +77,22 @@ TEST_P(Parity, LogprobsMatchTheReference) {
             worst = std::max(worst, dev);
             EXPECT_LE(dev, tol) << "position " << i << " of prompt '" << c.prompt << "'";
             if (ref.margin() > 2 * tol) {
-                const auto ours = std::max_element(logits[i].begin(), logits[i].end()) - logits[i].begin();
-                EXPECT_EQ(ours, ref.top[0].first) << "top-1 at position " << i << " of prompt '" << c.prompt << "'";
+                const auto ours =
+                    std::max_element(logits[i].begin(), logits[i].end()) - logits[i].begin();
+                EXPECT_EQ(ours, ref.top[0].first)
+                    << "top-1 at position " << i << " of prompt '" << c.prompt << "'";
             }
         }
     }
-    std::printf("parity %-24s max |dlogprob| %.4f (tolerance %.4f)\n", golden.model.c_str(), worst, tol);
+    std::printf("parity %-24s max |dlogprob| %.4f (tolerance %.4f)\n", golden.model.c_str(), worst,
+                tol);
 }
 
 std::vector<ParityParam> all_params() {
-    const char* files[] = {"stories260K.json",   "tiny-llama-f16.json",  "tiny-llama-q8_0.json",
-                           "tiny-llama-q4_0.json", "tiny-llama-q4_k_m.json", "tiny-qwen2-f16.json",
-                           "tiny-qwen2-q8_0.json", "tiny-qwen2-q4_k_m.json", "tiny-qwen3-q8_0.json"};
+    const char* files[] = {
+        "stories260K.json",     "tiny-llama-f16.json",    "tiny-llama-q8_0.json",
+        "tiny-llama-q4_0.json", "tiny-llama-q4_k_m.json", "tiny-qwen2-f16.json",
+        "tiny-qwen2-q8_0.json", "tiny-qwen2-q4_k_m.json", "tiny-qwen3-q8_0.json"};
     std::vector<ParityParam> params;
     for (const char* f : files) {
         for (Mode m : {Mode::OneBatch, Mode::TokenByToken, Mode::MicroBatch7}) {
@@ -113,19 +122,22 @@ TEST_P(GreedyParity, ReproducesTheReferenceContinuation) {
         for (std::size_t j = 0; j < c.generated_tokens.size(); ++j) {
             const auto& ref = c.positions[c.prompt_tokens.size() - 1 + j];
             if (ref.margin() < 2 * tol) break;  // the reference itself could go either way here
-            const auto next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-            ASSERT_EQ(next, c.generated_tokens[j]) << "token " << j << " of the continuation of '" << c.prompt << "'";
+            const auto next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) -
+                                                   logits.begin());
+            ASSERT_EQ(next, c.generated_tokens[j])
+                << "token " << j << " of the continuation of '" << c.prompt << "'";
             const int32_t one[1] = {next};
             logits = ctx.evaluate_last(one);
         }
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, GreedyParity,
-                         testing::Values("stories260K.json", "tiny-llama-f16.json", "tiny-llama-q8_0.json",
-                                         "tiny-llama-q4_0.json", "tiny-llama-q4_k_m.json", "tiny-qwen2-f16.json",
-                                         "tiny-qwen2-q8_0.json", "tiny-qwen2-q4_k_m.json", "tiny-qwen3-q8_0.json"),
-                         [](const testing::TestParamInfo<std::string>& p) { return golden_name(p.param); });
+INSTANTIATE_TEST_SUITE_P(
+    Golden, GreedyParity,
+    testing::Values("stories260K.json", "tiny-llama-f16.json", "tiny-llama-q8_0.json",
+                    "tiny-llama-q4_0.json", "tiny-llama-q4_k_m.json", "tiny-qwen2-f16.json",
+                    "tiny-qwen2-q8_0.json", "tiny-qwen2-q4_k_m.json", "tiny-qwen3-q8_0.json"),
+    [](const testing::TestParamInfo<std::string>& p) { return golden_name(p.param); });
 
 // The real trained model writes exactly the reference story from BOS.
 TEST(StoriesParity, GreedyFromBosIsTheGoldenStory) {
@@ -143,7 +155,8 @@ TEST(StoriesParity, GreedyFromBosIsTheGoldenStory) {
     std::vector<float> logits = ctx.evaluate_last(from_bos->prompt_tokens);
     std::vector<int32_t> generated;
     while (generated.size() < from_bos->generated_tokens.size()) {
-        const auto next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+        const auto next =
+            static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
         generated.push_back(next);
         const int32_t one[1] = {next};
         logits = ctx.evaluate_last(one);

@@ -124,8 +124,8 @@ TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
 }
 
 TEST(Sampler, TypicalKeepsTokensNearTheEntropy) {
-    // Entropy of {0.7, 0.1, 0.1, 0.1} is 0.94 nats; surprises: 0.36 (|0.58| away) and 2.30 (|1.36|).
-    // With typical_p 0.5 only the most typical token (id 0) is needed to pass 0.5.
+    // Entropy of {0.7, 0.1, 0.1, 0.1} is 0.94 nats; surprises: 0.36 (|0.58| away) and 2.30
+    // (|1.36|). With typical_p 0.5 only the most typical token (id 0) is needed to pass 0.5.
     SamplingParams p = plain();
     p.typical_p = 0.5f;
     Sampler s(p, 4);
