@@ -9,7 +9,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
-#include <regex>
+#include <cstdio>
 #include <sstream>
 #include <string>
 
@@ -27,12 +27,21 @@ struct TurnStats {
 };
 
 std::vector<TurnStats> parse_stats(const std::string& err) {
+    // "[prompt: N new tokens evaluated, M reused from the cache; answer: K tokens, X tokens/s; stop: S]"
     std::vector<TurnStats> turns;
-    const std::regex line(
-        R"(\[prompt: (\d+) new tokens evaluated, (\d+) reused from the cache; answer: \d+ tokens, [0-9.]+ tokens/s; stop: (\w+)\])");
-    for (auto it = std::sregex_iterator(err.begin(), err.end(), line); it != std::sregex_iterator();
-         ++it) {
-        turns.push_back({std::stoi((*it)[1]), std::stoi((*it)[2]), (*it)[3]});
+    std::istringstream lines(err);
+    for (std::string line; std::getline(lines, line);) {
+        const auto at = line.find("[prompt: ");
+        if (at == std::string::npos) continue;
+        int evaluated = 0, reused = 0, tokens = 0;
+        double speed = 0;
+        char stop[32] = {};
+        if (std::sscanf(line.c_str() + at,
+                        "[prompt: %d new tokens evaluated, %d reused from the cache; answer: %d tokens, %lf "
+                        "tokens/s; stop: %31[a-z]]",
+                        &evaluated, &reused, &tokens, &speed, stop) == 5) {
+            turns.push_back({evaluated, reused, stop});
+        }
     }
     return turns;
 }
