@@ -53,7 +53,7 @@ LoadedModel load_model_for_cli(const std::string& reference, bool quiet) {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!quiet) {
         const Model& m = *loaded.model;
-        std::fprintf(stderr, "minfer: loaded %s (%s, %s parameters, %s) in %.0f ms\n",
+        std::fprintf(stderr, "minfer: loaded %s (%s, %s parameters, %s) in %.1f ms\n",
                      m.file().path().filename().c_str(), m.hparams().architecture.c_str(),
                      format_count(m.n_params()).c_str(), format_mib(m.file().file_size()).c_str(),
                      loaded.load_ms);
