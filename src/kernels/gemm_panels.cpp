@@ -33,17 +33,6 @@ PanelSizes panel_sizes(const UnpackLayout& layout, int64_t n_cols) {
 
 }  // namespace
 
-SplitScale split_f16_scale(float d) {
-    if (d == 0.0f) return {0, 1.0f};
-    const auto bits = std::bit_cast<uint32_t>(d);
-    const uint32_t exponent = (bits >> 23) & 0xFF;
-    if (exponent == 0xFF) return {1, d};
-    // An f16 value (subnormals included) has at most 11 significant bits, so the low 13 bits of
-    // its f32 mantissa are zero: m = the 11 top bits of 1.mantissa, p2 = 2^(exponent - 10).
-    const auto m = static_cast<int32_t>(((bits & 0x7FFFFF) | 0x800000) >> 13);
-    return {(bits >> 31) != 0 ? -m : m, std::bit_cast<float>((exponent - 10) << 23)};
-}
-
 std::size_t int_panel_bytes(GgmlType type, int64_t n_cols) {
     const PanelSizes s = panel_sizes(unpack_layout(type), n_cols);
     return s.q + s.per_sub + 2 * s.per_block + s.per_pair;
@@ -136,9 +125,7 @@ void scatter_values(const uint8_t* biased, int n, const IntPanel& panel, int64_t
 
 // The scales of 32-value block b of a row: f16 scale d, and the offset of Q4_1/Q5_1.
 void set_block32_scales(const IntPanel& panel, int64_t b, int row, float d, float offset) {
-    const SplitScale split = split_f16_scale(d);
-    panel.scale[b * kPanelRows + row] = split.m;
-    panel.d[b * kPanelRows + row] = split.p2;
+    panel.d[b * kPanelRows + row] = d;
     panel.min_scale[b * kPanelRows + row] = offset;
 }
 

@@ -124,12 +124,16 @@ void HalfTile(const IntPanel& p, const IntActivations& a, int64_t tile, int slot
             __m256i dot[T];
             SubBlockDotsAvx2<T, kSub>(p.q + s * kSub * kPanelRows + 4 * r0,
                                       act + s * kSub * kTokenTile, dot);
+            if constexpr (kSubs == 1) {
+                for (int t = 0; t < T; ++t) isum[t] = dot[t];
+                continue;
+            }
             const __m256i scale = Load8(p.scale + s * kPanelRows + r0);
             for (int t = 0; t < T; ++t) {
                 isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], scale));
             }
         }
-        const __m256 dw = Load8(p.d + b * kPanelRows + r0);  // p2 for 32-value blocks
+        const __m256 dw = Load8(p.d + b * kPanelRows + r0);
         if constexpr (kSubs == 1) {
             for (int t = 0; t < T; ++t) {
                 const __m256 sd = _mm256_mul_ps(dw, _mm256_set1_ps(d[b * kTokenTile + t]));
@@ -237,16 +241,16 @@ void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t n_tokens, 
                         const uint8_t* w4 = p.q + (group * kPanelRows + r) * 4;
                         dot += w4[0] * a4[0] + w4[1] * a4[1] + w4[2] * a4[2] + w4[3] * a4[3];
                     }
-                    isum[r] += dot * p.scale[s * kPanelRows + r];
+                    isum[r] += subs == 1 ? dot : dot * p.scale[s * kPanelRows + r];
                 }
             }
             const float da = a.d[a.block_tile(tile) + b * kTokenTile + slot];
-            const float* dw = p.d + b * kPanelRows;  // p2 for 32-value blocks
+            const float* dw = p.d + b * kPanelRows;
             const float* min_scale = p.min_scale + b * kPanelRows;
             if (subs == 1) {
                 const float sum = p.has_min ? a.sum[a.block_tile(tile) + b * kTokenTile + slot] : 0;
                 for (int r = 0; r < kPanelRows; ++r) {
-                    acc[r] += static_cast<float>(isum[r]) * dw[r] * da;
+                    acc[r] += static_cast<float>(isum[r]) * (dw[r] * da);
                     if (p.has_min) acc[r] += min_scale[r] * sum;
                 }
                 continue;

@@ -2,14 +2,13 @@
 // token) times a tile of kTokenTile = 8 tokens. Per-target code: included by gemm_simd.cpp once
 // per Highway target, compiled for AVX-512 only.
 //
-// Zen 4 runs vpdpbusd, vmulps and vfmaddps on the same two pipes, while vcvtdq2ps, vscalefps,
-// vpmulld and vpaddd go mostly elsewhere. A float multiply or multiply-add per sub-block and
-// token costs as much as one of the 4-8 vpdpbusd of that sub-block, so the kernels keep sums in
-// integers as long as the formats allow:
-//   32-value blocks: dot * m (vpmulld, exact), to float, * p2 (vscalefps), then one vfmaddps
-//     with the activation scale (see split_f16_scale in matmul_internal.h);
-//   256-value blocks: sum over sub-blocks of dot * scale (vpmulld + vpaddd), then the mins
-//     (vpdpwssd on int16 pairs) and 2-3 float operations per block, not per sub-block.
+// Zen 4 runs vpdpbusd, vpmulld, vmulps and vfmaddps on the same two pipes (measured: each of
+// them costs one vpdpbusd slot), while vcvtdq2ps and vpaddd go elsewhere. So every multiply per
+// sub-block and token takes the place of one of the 4-8 vpdpbusd of that sub-block:
+//   32-value blocks: two per block and token (d * d_a, then the multiply-add), 80% at best;
+//   256-value blocks: the sub-block sums stay integers (vpmulld by the integer scale, vpaddd)
+//     and the mins go through vpdpwssd on int16 pairs, leaving 2-3 float operations per block,
+//     not per sub-block: one slot per sub-block and token plus a few per block.
 // vpdpbusd and vpdpwssd (AVX512-VNNI) go through inline assembly, so that the rest of the target
 // needs no extra compiler flags, or through their exact emulations without VNNI.
 
@@ -108,13 +107,11 @@ void Block32Tile(const IntPanel& p, const IntActivations& a, int64_t tile, float
         __m512i dot[kTokenTile];
         SubBlockDots<32, kVnni>(p.q + b * 32 * kPanelRows, act + b * 32 * kTokenTile,
                                 corr + b * kTokenTile, dot);
-        const __m512i m = _mm512_load_si512(p.scale + b * kPanelRows);
-        const __m512 exponent = _mm512_getexp_ps(_mm512_load_ps(p.d + b * kPanelRows));
+        const __m512 dw = _mm512_load_ps(p.d + b * kPanelRows);
 #pragma GCC unroll 8
         for (int t = 0; t < kTokenTile; ++t) {
-            const __m512 scaled =
-                _mm512_scalef_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(dot[t], m)), exponent);
-            acc[t] = _mm512_fmadd_ps(scaled, _mm512_set1_ps(d[b * kTokenTile + t]), acc[t]);
+            const __m512 sd = _mm512_mul_ps(dw, _mm512_set1_ps(d[b * kTokenTile + t]));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[t]), sd, acc[t]);
         }
         if constexpr (kMin) {
             const __m512 offset = _mm512_load_ps(p.min_scale + b * kPanelRows);

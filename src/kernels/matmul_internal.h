@@ -36,18 +36,16 @@ inline constexpr int kPanelRows = 16;
 // Integer panels. Every quantized type is read as blocks (32 or 256 values) of sub-blocks (16 or
 // 32 values) of small integers q with integer sub-block scales under float block scales:
 //   32-value blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL; one sub-block, Q8_0/Q8_1 activations):
-//     y += p2 * d_a * sum_blocks(m * dot(q, a))  [+ min_scale * s_a for Q4_1/Q5_1]
-//     where the block's f16 scale d = m * p2 is split into an integer m (11 bits and the sign)
-//     and a power of two p2: m multiplies the integer dot exactly, and AVX-512 applies p2 with
-//     vscalefps, leaving one float multiply-add per block and token (see split_f16_scale);
+//     y += sum_blocks(d * d_a * dot(q, a))  [+ min_scale * s_a for Q4_1/Q5_1]
+//     (two float operations per block and token: the product of the two scales varies with both);
 //   256-value blocks (K-quants, IQ4_XS, TQ1_0, TQ2_0; Q8_K activations, one d_a per block):
 //     y += d_a * (d * sum_sub(scale * dot(q, a)) + min_scale * sum_sub(min * bsum_a))
 //     so the sub-block sums stay integers until the end of the block.
 // Layout of a panel of kPanelRows rows:
 //   q:         per sub-block, per group of 4 values: kPanelRows rows x 4 bytes (64 bytes), each
 //              the value + 128 (unsigned, the operand order of vpdpbusd),
-//   scale:     per sub-block and row: the integer scale (m for 32-value blocks) (int32),
-//   d:         per block and row: d (256-value blocks) or p2 (32-value blocks) (f32),
+//   scale:     per sub-block and row: the integer sub-block scale (int32; 256-value blocks),
+//   d:         per block and row: the block's float scale d (f32),
 //   min_scale: per block and row: -dmin, or Q4_1/Q5_1's offset m (f32; has_min only),
 //   mins:      per pair of sub-blocks and row: the two integer mins as int16 (low half: the even
 //              sub-block) (256-value blocks with has_min only).
@@ -68,15 +66,6 @@ std::size_t int_panel_bytes(GgmlType type, int64_t n_cols);
 IntPanel int_panel_at(std::byte* memory, GgmlType type, int64_t n_cols);
 // Unpacks rows [row_begin, row_begin + kPanelRows) (clipped at n_rows) into the panel.
 void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& panel);
-
-// The f16 scale d of a 32-value block (given as f32) as m * p2: m an integer of at most 11 bits
-// with d's sign, p2 a power of two. Zero gives {0, 1}; infinities and NaN keep their value in p2
-// (m = 1) so that they propagate as a float multiply would.
-struct SplitScale {
-    int32_t m;
-    float p2;
-};
-SplitScale split_f16_scale(float d);
 
 // Activations of the integer GEMM, in tiles of kTokenTile tokens (the last tile padded with
 // zeros), so that a kernel reads all of a tile's tokens through one pointer:
