@@ -1,5 +1,6 @@
-// Weight panels of the GEMM path (see matmul_internal.h). Unpacking is scalar: a panel is
-// unpacked once and then multiplied with every token of the batch.
+// Weight panels of the GEMM path (see matmul_internal.h): a panel is unpacked once and then
+// multiplied with every token of the batch. Whole panels of the commonest types are unpacked
+// with SIMD where the CPU allows (gemm_fill_simd.cpp); this is the portable path.
 
 #include <bit>
 #include <cstddef>
@@ -8,6 +9,7 @@
 #include "core/half.h"
 #include "kernels/block_unpack.h"
 #include "kernels/matmul_internal.h"
+#include "kernels/matmul_simd.h"
 #include "quant/block_types.h"
 #include "quant/k_scales.h"
 
@@ -275,6 +277,7 @@ void clear_row(const IntPanel& panel, int64_t n_cols, int row) {
 }  // namespace
 
 void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& panel) {
+    if (fill_int_panel_simd(w, row_begin, panel)) return;
     const std::size_t w_row_bytes = row_size(w.type, w.n_cols);
     for (int row = 0; row < kPanelRows; ++row) {
         const int64_t r = row_begin + row;
