@@ -90,13 +90,17 @@ void WeighValues(const float* p, int64_t p_stride, int64_t n_keys, const void* v
             hn::StoreU(acc[j][c], df, out + j * out_stride + d0 + c * lanes);
 }
 
+// Up to 8 query rows share each load (and f16 conversion) of V; with more than 4 rows the
+// accumulators cover half as many dimensions per pass.
 template <int MC>
 void WeighValuesRows(const float* p, int64_t p_stride, int64_t n_keys, const void* v, int64_t dv,
                      bool f16, float* out, int64_t out_stride) {
+    constexpr int kWide = MC <= 4 ? 4 : 2;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
     int64_t d0 = 0;
-    for (; d0 + 4 * lanes <= dv; d0 += 4 * lanes)
-        WeighValues<MC, 4>(p, p_stride, n_keys, v, dv, f16, d0, out, out_stride);
+    for (; d0 + kWide * lanes <= dv; d0 += kWide * lanes) {
+        WeighValues<MC, kWide>(p, p_stride, n_keys, v, dv, f16, d0, out, out_stride);
+    }
     for (; d0 + lanes <= dv; d0 += lanes)
         WeighValues<MC, 1>(p, p_stride, n_keys, v, dv, f16, d0, out, out_stride);
     for (; d0 < dv; ++d0) {  // dimensions beyond whole vectors
@@ -108,6 +112,40 @@ void WeighValuesRows(const float* p, int64_t p_stride, int64_t n_keys, const voi
         }
     }
 }
+
+// Kernel<MC>::run(m, args...) with MC = count (1 to 8).
+template <template <int> class Kernel, int MC = 8, class... Args>
+void RunRowGroup(int64_t count, int64_t m, Args... args) {
+    if constexpr (MC > 1) {
+        if (count < MC) return RunRowGroup<Kernel, MC - 1>(count, m, args...);
+    }
+    Kernel<MC>::run(m, args...);
+}
+
+// Rows in groups of up to 8: one pass over the keys per group of rows (a query head group of 7
+// or 8, as in Qwen2 0.5B and Llama 1.1B, used to take passes of 4, 2 and 1).
+template <template <int> class Kernel, class... Args>
+void ForRowGroups(int64_t rows, Args... args) {
+    for (int64_t m = 0; m < rows; m += 8)
+        RunRowGroup<Kernel>(std::min<int64_t>(rows - m, 8), m, args...);
+}
+
+template <int MC>
+struct ScoreRows {
+    static void run(int64_t m, const float* q, int64_t dk, const void* tile, bool f16, float scale,
+                    float* out, int64_t stride) {
+        ScoreTile<MC>(q + m * dk, dk, tile, f16, scale, out + m * stride, stride);
+    }
+};
+
+template <int MC>
+struct WeighRows {
+    static void run(int64_t m, const float* p, int64_t stride, int64_t n_keys, const void* v,
+                    int64_t dv, bool f16, float* out, int64_t out_stride) {
+        WeighValuesRows<MC>(p + m * stride, stride, n_keys, v, dv, f16, out + m * out_stride,
+                            out_stride);
+    }
+};
 
 // Softmax of s[n] in place. The exponentials are computed in double and rounded to float, which
 // gives expf's correctly rounded results (what ggml's softmax sees up to its own exp's error);
@@ -155,30 +193,16 @@ void AttendGroup(const AttentionGroup& a, float* scratch) {
     const auto* k = static_cast<const std::byte*>(a.k_tiles);
     for (int64_t t = 0; t < n_tiles; ++t) {
         const void* tile = k + static_cast<std::size_t>(t * dk * kTile) * element;
-        float* out = scores + t * kTile;
-        int64_t m = 0;
-        for (; m + 4 <= g; m += 4)
-            ScoreTile<4>(q + m * dk, dk, tile, a.f16, a.scale, out + m * stride, stride);
-        for (; m + 2 <= g; m += 2)
-            ScoreTile<2>(q + m * dk, dk, tile, a.f16, a.scale, out + m * stride, stride);
-        for (; m < g; ++m)
-            ScoreTile<1>(q + m * dk, dk, tile, a.f16, a.scale, out + m * stride, stride);
+        ForRowGroups<ScoreRows>(g, static_cast<const float*>(q), dk, tile, a.f16, a.scale,
+                                scores + t * kTile, stride);
     }
     for (int64_t m = 0; m < g; ++m) {
         Softmax(scores + m * stride, n);  // keys beyond n (the last tile's tail) are left out
         // ggml weighs V with the probabilities converted to V's type.
         if (a.f16) RoundToF16(scores + m * stride, n);
     }
-    int64_t m = 0;
-    for (; m + 4 <= g; m += 4)
-        WeighValuesRows<4>(scores + m * stride, stride, n, a.v_rows, dv, a.f16,
-                           a.out + m * a.out_stride, a.out_stride);
-    for (; m + 2 <= g; m += 2)
-        WeighValuesRows<2>(scores + m * stride, stride, n, a.v_rows, dv, a.f16,
-                           a.out + m * a.out_stride, a.out_stride);
-    for (; m < g; ++m)
-        WeighValuesRows<1>(scores + m * stride, stride, n, a.v_rows, dv, a.f16,
-                           a.out + m * a.out_stride, a.out_stride);
+    ForRowGroups<WeighRows>(g, static_cast<const float*>(scores), stride, n, a.v_rows, dv, a.f16,
+                            a.out, a.out_stride);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -1,11 +1,15 @@
-// Weight panels and activation layouts of the GEMM path (see matmul_internal.h). Unpacking is
-// scalar: a panel is unpacked once and then multiplied with every token of the batch.
+// Weight panels of the GEMM path (see matmul_internal.h): a panel is unpacked once and then
+// multiplied with every token of the batch. Whole panels of the commonest types are unpacked
+// with SIMD where the CPU allows (gemm_fill_simd.cpp); this is the portable path.
 
+#include <bit>
+#include <cstddef>
 #include <cstring>
 
 #include "core/half.h"
 #include "kernels/block_unpack.h"
 #include "kernels/matmul_internal.h"
+#include "kernels/matmul_simd.h"
 #include "quant/block_types.h"
 #include "quant/k_scales.h"
 
@@ -16,219 +20,291 @@ constexpr std::size_t align64(std::size_t n) {
     return (n + 63) & ~std::size_t{63};
 }
 
+struct PanelSizes {
+    std::size_t q, per_sub, per_block, per_pair;
+};
+
+PanelSizes panel_sizes(const UnpackLayout& layout, int64_t n_cols) {
+    const auto n_sub = static_cast<std::size_t>(n_cols / layout.sub_size);
+    const auto n_blocks = static_cast<std::size_t>(n_cols / layout.block_values);
+    return {align64(static_cast<std::size_t>(n_cols) * kPanelRows),
+            align64(n_sub * kPanelRows * sizeof(int32_t)),
+            align64(n_blocks * kPanelRows * sizeof(float)),
+            align64((n_sub + 1) / 2 * kPanelRows * sizeof(int32_t))};
+}
+
 }  // namespace
 
 std::size_t int_panel_bytes(GgmlType type, int64_t n_cols) {
-    const UnpackLayout layout = unpack_layout(type);
-    const auto n_sub = static_cast<std::size_t>(n_cols / layout.sub_size);
-    const std::size_t per_sub = n_sub * kPanelRows * sizeof(float);
-    return align64(static_cast<std::size_t>(n_cols) * kPanelRows) + 2 * align64(per_sub);
+    const PanelSizes s = panel_sizes(unpack_layout(type), n_cols);
+    return s.q + s.per_sub + 2 * s.per_block + s.per_pair;
 }
 
 IntPanel int_panel_at(std::byte* memory, GgmlType type, int64_t n_cols) {
     const UnpackLayout layout = unpack_layout(type);
-    const int64_t n_sub = n_cols / layout.sub_size;
-    const std::size_t per_sub = align64(static_cast<std::size_t>(n_sub) * kPanelRows * 4);
-    std::byte* p = memory;
+    const PanelSizes s = panel_sizes(layout, n_cols);
     IntPanel panel{};
+    std::byte* p = memory;
     panel.q = reinterpret_cast<uint8_t*>(p);
-    p += align64(static_cast<std::size_t>(n_cols) * kPanelRows);
-    panel.scale = reinterpret_cast<float*>(p);
-    p += per_sub;
-    panel.offset = reinterpret_cast<float*>(p);
-    panel.n_sub = n_sub;
+    p += s.q;
+    panel.scale = reinterpret_cast<int32_t*>(p);
+    p += s.per_sub;
+    panel.d = reinterpret_cast<float*>(p);
+    p += s.per_block;
+    panel.min_scale = reinterpret_cast<float*>(p);
+    p += s.per_block;
+    panel.mins = reinterpret_cast<int32_t*>(p);
+    panel.n_sub = n_cols / layout.sub_size;
+    panel.n_blocks = n_cols / layout.block_values;
     panel.sub_size = layout.sub_size;
+    panel.subs_per_block = layout.block_values / layout.sub_size;
     panel.has_min = layout.has_min;
     return panel;
 }
 
 namespace {
 
-// Writes the 32 panel bytes (value + 128) of one block of 32 values of one row: groups of 4
-// values go kPanelRows * 4 bytes apart.
-void scatter_values(const uint8_t (&biased)[32], uint8_t* q) {
-    for (int g = 0; g < 8; ++g) std::memcpy(q + g * kPanelRows * 4, biased + g * 4, 4);
+static_assert(std::endian::native == std::endian::little, "SWAR unpacking assumes little endian");
+
+// The fast paths below decode 8 values at a time in a 64-bit word (byte i = value i), and none
+// of their per-byte additions carries into the next byte.
+constexpr uint64_t kLowNibbles = 0x0F0F0F0F0F0F0F0Full;
+constexpr uint64_t kLow2Bits = 0x0303030303030303ull;
+constexpr uint64_t bytes_of(uint8_t b) {
+    return 0x0101010101010101ull * b;
+}
+
+uint64_t load64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+}
+
+// Bit i of the index becomes bit 4 of byte i (Q5_0's fifth bits).
+struct FifthBitTable {
+    uint64_t words[256];
+    constexpr FifthBitTable() : words{} {
+        for (int x = 0; x < 256; ++x) {
+            for (int i = 0; i < 8; ++i) {
+                if ((x >> i) & 1) words[x] |= uint64_t{0x10} << (8 * i);
+            }
+        }
+    }
+};
+constexpr FifthBitTable kFifthBit{};
+
+// Block b of a row, read through byte loads: copying a whole block into a struct first stalls
+// the 8-byte loads that straddle the pieces of the copy (store forwarding fails).
+template <class Block>
+const uint8_t* block_at(const std::byte* w_row, int64_t b) {
+    return reinterpret_cast<const uint8_t*>(w_row) + b * static_cast<int64_t>(sizeof(Block));
+}
+
+float load_f16(const uint8_t* p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return f16_to_f32(h);
+}
+
+// Panel bytes of (column col, row): groups of 4 values of a row go kPanelRows * 4 bytes apart.
+uint8_t* panel_q_at(const IntPanel& panel, int64_t col, int row) {
+    return panel.q + ((col / 4) * kPanelRows + row) * 4;
+}
+
+// Stores the 8 values of `word` (already + 128) at q = panel_q_at(col, row), col a multiple of 8.
+void store_word(uint64_t word, uint8_t* q) {
+    const auto low = static_cast<uint32_t>(word);
+    const auto high = static_cast<uint32_t>(word >> 32);
+    std::memcpy(q, &low, 4);
+    std::memcpy(q + kPanelRows * 4, &high, 4);
+}
+
+// Writes n values (value + 128) of one row starting at column `col`.
+void scatter_values(const uint8_t* biased, int n, const IntPanel& panel, int64_t col, int row) {
+    uint8_t* q = panel_q_at(panel, col, row);
+    for (int g = 0; g < n / 4; ++g) std::memcpy(q + g * kPanelRows * 4, biased + g * 4, 4);
+}
+
+// The scales of 32-value block b of a row: f16 scale d, and the offset of Q4_1/Q5_1.
+void set_block32_scales(const IntPanel& panel, int64_t b, int row, float d, float offset) {
+    panel.d[b * kPanelRows + row] = d;
+    panel.min_scale[b * kPanelRows + row] = offset;
 }
 
 // Fast paths for the commonest types (the generic unpack costs several times more per block):
-// they write exactly what unpack_block's decoding would.
+// they write exactly what unpack_block's decoding would. Words of 8 values: column c of a
+// 32-value block is nibble c of byte c % 16 (low nibbles first).
 void fill_row_q4_0(const std::byte* w_row, int64_t n_blocks, const IntPanel& panel, int row) {
+    constexpr uint64_t kBias = bytes_of(128 - 8);
     for (int64_t b = 0; b < n_blocks; ++b) {
-        block_q4_0 block;
-        std::memcpy(&block, w_row + b * sizeof(block_q4_0), sizeof(block));
-        uint8_t biased[32];  // (nibble - 8) + 128
-        for (int j = 0; j < 16; ++j) {
-            biased[j] = static_cast<uint8_t>((block.qs[j] & 0x0F) + 120);
-            biased[j + 16] = static_cast<uint8_t>((block.qs[j] >> 4) + 120);
-        }
-        scatter_values(biased, panel.q + (b * 8 * kPanelRows + row) * 4);
-        panel.scale[b * kPanelRows + row] = f16_to_f32(block.d);
-        panel.offset[b * kPanelRows + row] = 0.0f;
+        const uint8_t* block = block_at<block_q4_0>(w_row, b);
+        const uint8_t* qs = block + offsetof(block_q4_0, qs);
+        const uint64_t w0 = load64(qs), w1 = load64(qs + 8);
+        uint8_t* q = panel_q_at(panel, b * 32, row);
+        store_word((w0 & kLowNibbles) + kBias, q);
+        store_word((w1 & kLowNibbles) + kBias, q + 2 * 64);
+        store_word(((w0 >> 4) & kLowNibbles) + kBias, q + 4 * 64);
+        store_word(((w1 >> 4) & kLowNibbles) + kBias, q + 6 * 64);
+        set_block32_scales(panel, b, row, load_f16(block + offsetof(block_q4_0, d)), 0.0f);
+    }
+}
+
+void fill_row_q5_0(const std::byte* w_row, int64_t n_blocks, const IntPanel& panel, int row) {
+    constexpr uint64_t kBias = bytes_of(128 - 16);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* block = block_at<block_q5_0>(w_row, b);
+        uint32_t qh;  // bit c: fifth bit of column c
+        std::memcpy(&qh, block + offsetof(block_q5_0, qh), 4);
+        const uint8_t* qs = block + offsetof(block_q5_0, qs);
+        const uint64_t w0 = load64(qs), w1 = load64(qs + 8);
+        uint8_t* q = panel_q_at(panel, b * 32, row);
+        store_word(((w0 & kLowNibbles) | kFifthBit.words[qh & 0xFF]) + kBias, q);
+        store_word(((w1 & kLowNibbles) | kFifthBit.words[(qh >> 8) & 0xFF]) + kBias, q + 2 * 64);
+        store_word((((w0 >> 4) & kLowNibbles) | kFifthBit.words[(qh >> 16) & 0xFF]) + kBias,
+                   q + 4 * 64);
+        store_word((((w1 >> 4) & kLowNibbles) | kFifthBit.words[qh >> 24]) + kBias, q + 6 * 64);
+        set_block32_scales(panel, b, row, load_f16(block + offsetof(block_q5_0, d)), 0.0f);
     }
 }
 
 void fill_row_q8_0(const std::byte* w_row, int64_t n_blocks, const IntPanel& panel, int row) {
     for (int64_t b = 0; b < n_blocks; ++b) {
-        block_q8_0 block;
-        std::memcpy(&block, w_row + b * sizeof(block_q8_0), sizeof(block));
-        uint8_t biased[32];
-        for (int j = 0; j < 32; ++j) biased[j] = static_cast<uint8_t>(block.qs[j] + 128);
-        scatter_values(biased, panel.q + (b * 8 * kPanelRows + row) * 4);
-        panel.scale[b * kPanelRows + row] = f16_to_f32(block.d);
-        panel.offset[b * kPanelRows + row] = 0.0f;
+        const uint8_t* block = block_at<block_q8_0>(w_row, b);
+        uint8_t* q = panel_q_at(panel, b * 32, row);
+        for (int k = 0; k < 4; ++k) {
+            const uint64_t w = load64(block + offsetof(block_q8_0, qs) + 8 * k);
+            store_word(w ^ bytes_of(0x80), q + 2 * k * 64);  // int8 + 128
+        }
+        set_block32_scales(panel, b, row, load_f16(block + offsetof(block_q8_0, d)), 0.0f);
     }
 }
 
 void fill_row_q4_k(const std::byte* w_row, int64_t n_blocks, const IntPanel& panel, int row) {
+    constexpr uint64_t kBias = bytes_of(128);
     for (int64_t b = 0; b < n_blocks; ++b) {
-        block_q4_K block;
-        std::memcpy(&block, w_row + b * sizeof(block_q4_K), sizeof(block));
-        const float d = f16_to_f32(block.d), dmin = f16_to_f32(block.dmin);
-        for (int pair = 0; pair < 4; ++pair) {  // sub-blocks 2*pair (low nibbles), 2*pair+1 (high)
-            uint8_t low[32], high[32];
-            for (int j = 0; j < 32; ++j) {
-                low[j] = static_cast<uint8_t>((block.qs[pair * 32 + j] & 0x0F) + 128);
-                high[j] = static_cast<uint8_t>((block.qs[pair * 32 + j] >> 4) + 128);
+        const uint8_t* block = block_at<block_q4_K>(w_row, b);
+        const uint8_t* qs = block + offsetof(block_q4_K, qs);
+        const uint8_t* scales = block + offsetof(block_q4_K, scales);
+        // Bytes 32 * pair .. + 31: sub-block 2 * pair in the low nibbles, 2 * pair + 1 high.
+        for (int pair = 0; pair < 4; ++pair) {
+            uint8_t* q = panel_q_at(panel, b * QK_K + pair * 64, row);
+            for (int k = 0; k < 4; ++k) {
+                const uint64_t w = load64(qs + pair * 32 + 8 * k);
+                store_word((w & kLowNibbles) + kBias, q + 2 * k * 64);
+                store_word(((w >> 4) & kLowNibbles) + kBias, q + (8 + 2 * k) * 64);
             }
-            const int64_t s = b * 8 + pair * 2;
-            scatter_values(low, panel.q + (s * 8 * kPanelRows + row) * 4);
-            scatter_values(high, panel.q + ((s + 1) * 8 * kPanelRows + row) * 4);
-            for (int k = 0; k < 2; ++k) {
-                const ScaleMin sm = unpack_scale_min_k4(pair * 2 + k, block.scales);
-                panel.scale[(s + k) * kPanelRows + row] = d * static_cast<float>(sm.scale);
-                panel.offset[(s + k) * kPanelRows + row] = -dmin * static_cast<float>(sm.min);
+            const ScaleMin even = unpack_scale_min_k4(pair * 2, scales);
+            const ScaleMin odd = unpack_scale_min_k4(pair * 2 + 1, scales);
+            panel.scale[(b * 8 + pair * 2) * kPanelRows + row] = even.scale;
+            panel.scale[(b * 8 + pair * 2 + 1) * kPanelRows + row] = odd.scale;
+            panel.mins[(b * 4 + pair) * kPanelRows + row] = even.min | (odd.min << 16);
+        }
+        panel.d[b * kPanelRows + row] = load_f16(block + offsetof(block_q4_K, d));
+        panel.min_scale[b * kPanelRows + row] = -load_f16(block + offsetof(block_q4_K, dmin));
+    }
+}
+
+void fill_row_q6_k(const std::byte* w_row, int64_t n_blocks, const IntPanel& panel, int row) {
+    constexpr uint64_t kBias = bytes_of(128 - 32);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* block = block_at<block_q6_K>(w_row, b);
+        const auto* scales = reinterpret_cast<const int8_t*>(block + offsetof(block_q6_K, scales));
+        // Each half of 128 values: columns l, l + 32, l + 64, l + 96 (l < 32) take the low
+        // nibble of ql[l], of ql[l + 32], the high nibble of ql[l], of ql[l + 32], and bits
+        // 0-1, 2-3, 4-5, 6-7 of qh[l] on top.
+        for (int half = 0; half < 2; ++half) {
+            const uint8_t* ql = block + offsetof(block_q6_K, ql) + half * 64;
+            const uint8_t* qh = block + offsetof(block_q6_K, qh) + half * 32;
+            for (int k = 0; k < 4; ++k) {
+                const uint64_t a = load64(ql + 8 * k), c = load64(ql + 32 + 8 * k);
+                const uint64_t h = load64(qh + 8 * k);
+                const int64_t col = b * QK_K + half * 128 + 8 * k;
+                store_word(((a & kLowNibbles) | ((h & kLow2Bits) << 4)) + kBias,
+                           panel_q_at(panel, col, row));
+                store_word(((c & kLowNibbles) | (((h >> 2) & kLow2Bits) << 4)) + kBias,
+                           panel_q_at(panel, col + 32, row));
+                store_word((((a >> 4) & kLowNibbles) | (((h >> 4) & kLow2Bits) << 4)) + kBias,
+                           panel_q_at(panel, col + 64, row));
+                store_word((((c >> 4) & kLowNibbles) | (((h >> 6) & kLow2Bits) << 4)) + kBias,
+                           panel_q_at(panel, col + 96, row));
             }
         }
+        for (int s = 0; s < 16; ++s) panel.scale[(b * 16 + s) * kPanelRows + row] = scales[s];
+        panel.d[b * kPanelRows + row] = load_f16(block + offsetof(block_q6_K, d));
+    }
+}
+
+// Any type, through the common block decoder.
+void fill_row_generic(GgmlType type, const std::byte* w_row, const IntPanel& panel, int row) {
+    const std::size_t block_bytes = type_size(type);
+    const int block_values = panel.subs_per_block * panel.sub_size;
+    UnpackedBlock block;
+    uint8_t biased[QK_K];
+    for (int64_t b = 0; b < panel.n_blocks; ++b) {
+        unpack_block(type, w_row + static_cast<std::size_t>(b) * block_bytes, block);
+        for (int i = 0; i < block_values; ++i) biased[i] = static_cast<uint8_t>(block.q[i] + 128);
+        scatter_values(biased, block_values, panel, b * block_values, row);
+        if (panel.subs_per_block == 1) {
+            // 32-value blocks: scale[0] is 1, min[0] 1 where there is an offset.
+            set_block32_scales(panel, b, row, block.d * static_cast<float>(block.scale[0]),
+                               -block.dmin * static_cast<float>(block.min[0]));
+            continue;
+        }
+        for (int j = 0; j < panel.subs_per_block; ++j) {
+            panel.scale[(b * panel.subs_per_block + j) * kPanelRows + row] = block.scale[j];
+        }
+        for (int j = 0; j < panel.subs_per_block / 2; ++j) {
+            panel.mins[(b * panel.subs_per_block / 2 + j) * kPanelRows + row] =
+                (block.min[2 * j] & 0xFFFF) | (block.min[2 * j + 1] << 16);
+        }
+        panel.d[b * kPanelRows + row] = block.d;
+        panel.min_scale[b * kPanelRows + row] = -block.dmin;
+    }
+}
+
+void clear_row(const IntPanel& panel, int64_t n_cols, int row) {
+    for (int64_t g = 0; g < n_cols / 4; ++g) {
+        std::memset(panel.q + (g * kPanelRows + row) * 4, 128, 4);  // value 0
+    }
+    for (int64_t s = 0; s < panel.n_sub; ++s) panel.scale[s * kPanelRows + row] = 0;
+    for (int64_t s = 0; s < (panel.n_sub + 1) / 2; ++s) panel.mins[s * kPanelRows + row] = 0;
+    for (int64_t b = 0; b < panel.n_blocks; ++b) {
+        panel.d[b * kPanelRows + row] = 0.0f;
+        panel.min_scale[b * kPanelRows + row] = 0.0f;
     }
 }
 
 }  // namespace
 
 void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& panel) {
-    const UnpackLayout layout = unpack_layout(w.type);
-    const int64_t blocks_per_row = w.n_cols / layout.block_values;
-    const int subs_per_block = layout.block_values / layout.sub_size;
+    if (fill_int_panel_simd(w, row_begin, panel)) return;
     const std::size_t w_row_bytes = row_size(w.type, w.n_cols);
-    const std::size_t block_bytes = type_size(w.type);
-    const int groups_per_block = layout.block_values / 4;
-    UnpackedBlock block;
     for (int row = 0; row < kPanelRows; ++row) {
         const int64_t r = row_begin + row;
         if (r >= w.n_rows) {
-            for (int64_t g = 0; g < w.n_cols / 4; ++g) {
-                std::memset(panel.q + g * kPanelRows * 4 + row * 4, 128, 4);  // value 0
-            }
-            for (int64_t s = 0; s < panel.n_sub; ++s) {
-                panel.scale[s * kPanelRows + row] = 0.0f;
-                panel.offset[s * kPanelRows + row] = 0.0f;
-            }
+            clear_row(panel, w.n_cols, row);
             continue;
         }
         const std::byte* w_row = w.data.data() + static_cast<std::size_t>(r) * w_row_bytes;
         switch (w.type) {
-            case GgmlType::Q4_0: fill_row_q4_0(w_row, blocks_per_row, panel, row); continue;
-            case GgmlType::Q8_0: fill_row_q8_0(w_row, blocks_per_row, panel, row); continue;
-            case GgmlType::Q4_K: fill_row_q4_k(w_row, blocks_per_row, panel, row); continue;
-            default: break;
-        }
-        for (int64_t b = 0; b < blocks_per_row; ++b) {
-            unpack_block(w.type, w_row + static_cast<std::size_t>(b) * block_bytes, block);
-            uint8_t* q = panel.q + (b * groups_per_block * kPanelRows + row) * 4;
-            for (int g = 0; g < groups_per_block; ++g) {
-                for (int i = 0; i < 4; ++i) {
-                    q[g * kPanelRows * 4 + i] = static_cast<uint8_t>(block.q[g * 4 + i] + 128);
-                }
-            }
-            for (int j = 0; j < subs_per_block; ++j) {
-                const int64_t s = b * subs_per_block + j;
-                panel.scale[s * kPanelRows + row] = block.d * static_cast<float>(block.scale[j]);
-                panel.offset[s * kPanelRows + row] = -block.dmin * static_cast<float>(block.min[j]);
-            }
-        }
-    }
-}
-
-std::size_t int_activations_bytes(GgmlType weight_type, int64_t n_cols, int64_t n_tokens) {
-    const UnpackLayout layout = unpack_layout(weight_type);
-    const auto n_sub = static_cast<std::size_t>(n_cols / layout.sub_size);
-    const auto padded =
-        static_cast<std::size_t>((n_tokens + kTokenTile - 1) / kTokenTile) * kTokenTile;
-    return align64(padded * static_cast<std::size_t>(n_cols)) +
-           3 * align64(padded * n_sub * sizeof(float));
-}
-
-IntActivations int_activations_at(std::byte* memory, GgmlType weight_type, int64_t n_cols,
-                                  int64_t n_tokens) {
-    const UnpackLayout layout = unpack_layout(weight_type);
-    const int64_t n_sub = n_cols / layout.sub_size;
-    const auto padded =
-        static_cast<std::size_t>((n_tokens + kTokenTile - 1) / kTokenTile) * kTokenTile;
-    const std::size_t per_sub = align64(padded * static_cast<std::size_t>(n_sub) * sizeof(float));
-    IntActivations a{};
-    a.q = reinterpret_cast<const int8_t*>(memory);
-    std::byte* p = memory + align64(padded * static_cast<std::size_t>(n_cols));
-    a.corr = reinterpret_cast<const int32_t*>(p);
-    p += per_sub;
-    a.d = reinterpret_cast<const float*>(p);
-    p += per_sub;
-    a.sum = layout.has_min ? reinterpret_cast<const float*>(p) : nullptr;
-    a.n_cols = n_cols;
-    a.n_sub = n_sub;
-    return a;
-}
-
-void fill_int_activations(GgmlType weight_type, const Activations& act, int64_t n_cols,
-                          int64_t t_begin, int64_t t_end, std::byte* memory) {
-    const IntActivations a = int_activations_at(memory, weight_type, n_cols, act.n_tokens);
-    const int sub = static_cast<int>(n_cols / a.n_sub);
-    auto* q_out = const_cast<int8_t*>(a.q);
-    auto* corr_out = const_cast<int32_t*>(a.corr);
-    auto* d_out = const_cast<float*>(a.d);
-    auto* sum_out = const_cast<float*>(a.sum);
-    // Padding tokens of the last tile: zeros (their results are never stored).
-    const int64_t padded_end = (t_begin < t_end && t_end == act.n_tokens)
-                                   ? (act.n_tokens + kTokenTile - 1) / kTokenTile * kTokenTile
-                                   : t_end;
-    int8_t qs[QK_K];
-    for (int64_t t = t_begin; t < padded_end; ++t) {
-        const int64_t tile = t / kTokenTile;
-        const int slot = static_cast<int>(t % kTokenTile);
-        int8_t* q_tile = q_out + tile * n_cols * kTokenTile;
-        const int64_t sub_base = a.sub_tile(tile);
-        const std::byte* row =
-            t < act.n_tokens ? act.data + static_cast<std::size_t>(t) * act.row_bytes : nullptr;
-        for (int64_t s = 0; s < a.n_sub; ++s) {
-            float d = 0.0f;
-            float scaled_sum = 0.0f;
-            if (row == nullptr) {
-                std::memset(qs, 0, static_cast<std::size_t>(sub));
-            } else if (act.type == GgmlType::Q8_K) {
-                const auto& b = reinterpret_cast<const block_q8_K*>(row)[s * sub / QK_K];
-                const int off = static_cast<int>((s * sub) % QK_K);
-                std::memcpy(qs, b.qs + off, static_cast<std::size_t>(sub));
-                d = b.d;
-                int32_t bsum = 0;
-                for (int i = off / 16; i < (off + sub) / 16; ++i) bsum += b.bsums[i];
-                scaled_sum = b.d * static_cast<float>(bsum);
-            } else if (act.type == GgmlType::Q8_1) {
-                const auto& b = reinterpret_cast<const block_q8_1*>(row)[s];
-                std::memcpy(qs, b.qs, 32);
-                d = f16_to_f32(b.d);
-                scaled_sum = f16_to_f32(b.s);
-            } else {
-                const auto& b = reinterpret_cast<const block_q8_0*>(row)[s];
-                std::memcpy(qs, b.qs, 32);
-                d = f16_to_f32(b.d);
-            }
-            int32_t qsum = 0;
-            for (int i = 0; i < sub; ++i) qsum += qs[i];
-            for (int g = 0; g < sub / 4; ++g) {
-                std::memcpy(q_tile + ((s * sub / 4 + g) * kTokenTile + slot) * 4, qs + g * 4, 4);
-            }
-            const int64_t at = sub_base + s * kTokenTile + slot;
-            corr_out[at] = -128 * qsum;
-            d_out[at] = d;
-            if (sum_out) sum_out[at] = scaled_sum;
+            case GgmlType::Q4_0:
+                fill_row_q4_0(w_row, panel.n_blocks, panel, row);
+                break;
+            case GgmlType::Q5_0:
+                fill_row_q5_0(w_row, panel.n_blocks, panel, row);
+                break;
+            case GgmlType::Q8_0:
+                fill_row_q8_0(w_row, panel.n_blocks, panel, row);
+                break;
+            case GgmlType::Q4_K:
+                fill_row_q4_k(w_row, panel.n_blocks, panel, row);
+                break;
+            case GgmlType::Q6_K:
+                fill_row_q6_k(w_row, panel.n_blocks, panel, row);
+                break;
+            default:
+                fill_row_generic(w.type, w_row, panel, row);
+                break;
         }
     }
 }

@@ -33,18 +33,33 @@ float dot_row_scalar(GgmlType type, const std::byte* w_row, const std::byte* act
 
 inline constexpr int kPanelRows = 16;
 
-// Integer panel of a quantized type, sub-blocks of sub_size values (16 or 32):
-//   q:      per sub-block, per group of 4 values: kPanelRows rows x 4 bytes (64 bytes), each the
-//           value + 128 (unsigned, the operand order of vpdpbusd),
-//   scale:  per sub-block and row, d * scale (f32),
-//   offset: per sub-block and row, -dmin * min (f32; only when has_min).
+// Integer panels. Every quantized type is read as blocks (32 or 256 values) of sub-blocks (16 or
+// 32 values) of small integers q with integer sub-block scales under float block scales:
+//   32-value blocks (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL; one sub-block, Q8_0/Q8_1 activations):
+//     y += sum_blocks(d * d_a * dot(q, a))  [+ min_scale * s_a for Q4_1/Q5_1]
+//     (two float operations per block and token: the product of the two scales varies with both);
+//   256-value blocks (K-quants, IQ4_XS, TQ1_0, TQ2_0; Q8_K activations, one d_a per block):
+//     y += d_a * (d * sum_sub(scale * dot(q, a)) + min_scale * sum_sub(min * bsum_a))
+//     so the sub-block sums stay integers until the end of the block.
+// Layout of a panel of kPanelRows rows:
+//   q:         per sub-block, per group of 4 values: kPanelRows rows x 4 bytes (64 bytes), each
+//              the value + 128 (unsigned, the operand order of vpdpbusd),
+//   scale:     per sub-block and row: the integer sub-block scale (int32; 256-value blocks),
+//   d:         per block and row: the block's float scale d (f32),
+//   min_scale: per block and row: -dmin, or Q4_1/Q5_1's offset m (f32; has_min only),
+//   mins:      per pair of sub-blocks and row: the two integer mins as int16 (low half: the even
+//              sub-block) (256-value blocks with has_min only).
 // Rows past the matrix end are zero.
 struct IntPanel {
     uint8_t* q;
-    float* scale;
-    float* offset;
+    int32_t* scale;
+    float* d;
+    float* min_scale;
+    int32_t* mins;
     int64_t n_sub;
-    int sub_size;
+    int64_t n_blocks;
+    int sub_size;        // 16 or 32
+    int subs_per_block;  // 1 (32-value blocks), 8 or 16
     bool has_min;
 };
 std::size_t int_panel_bytes(GgmlType type, int64_t n_cols);
@@ -52,23 +67,29 @@ IntPanel int_panel_at(std::byte* memory, GgmlType type, int64_t n_cols);
 // Unpacks rows [row_begin, row_begin + kPanelRows) (clipped at n_rows) into the panel.
 void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& panel);
 
-// Activations of the integer GEMM, in tiles of kTokenTile tokens (the last tile padded), so that
-// a kernel reads all of a tile's tokens through one pointer:
+// Activations of the integer GEMM, in tiles of kTokenTile tokens (the last tile padded with
+// zeros), so that a kernel reads all of a tile's tokens through one pointer:
 //   q:    per tile, per group of 4 values: kTokenTile tokens x 4 int8 (32 bytes),
-//   corr: per tile, sub-block and token: -128 * sum(q) (undoes the + 128 of the weights),
-//   d:    per tile, sub-block and token: activation scale (f32),
-//   sum:  per tile, sub-block and token: scaled sum, d * sum(q) or Q8_1's s (f32; has_min only).
+//   corr: per tile, sub-block and token: -128 * sum(q) (undoes the + 128 of the weights) (int32),
+//   d:    per tile, block and token: the activation scale (f32),
+//   sum:  per tile, block and token: Q8_1's s = d * sum(q) (f32; 32-value blocks with has_min),
+//   bsum: per tile, pair of sub-blocks and token: the two sums of q as int16 (low half: the
+//         even sub-block) (256-value blocks with has_min).
 inline constexpr int kTokenTile = 8;
 struct IntActivations {
     const int8_t* q;
     const int32_t* corr;
     const float* d;
-    const float* sum;  // null without has_min
+    const float* sum;     // null unless used
+    const int32_t* bsum;  // null unless used
     int64_t n_cols;
     int64_t n_sub;
+    int64_t n_blocks;
     // Start of tile `tile`'s data in each array.
     const int8_t* q_tile(int64_t tile) const { return q + tile * n_cols * kTokenTile; }
     int64_t sub_tile(int64_t tile) const { return tile * n_sub * kTokenTile; }
+    int64_t block_tile(int64_t tile) const { return tile * n_blocks * kTokenTile; }
+    int64_t pair_tile(int64_t tile) const { return tile * (n_sub / 2) * kTokenTile; }
 };
 std::size_t int_activations_bytes(GgmlType weight_type, int64_t n_cols, int64_t n_tokens);
 IntActivations int_activations_at(std::byte* memory, GgmlType weight_type, int64_t n_cols,

@@ -13,6 +13,10 @@ bool gemv_simd_handles(GgmlType type);
 bool gemv_rows_simd(const WeightMatrix& w, const Activations& act, int64_t row_begin,
                     int64_t row_end, float* y);
 
+// Unpacks a whole panel with SIMD (AVX-512: Q4_0, Q5_0, Q8_0, Q4_K, Q6_K) exactly as
+// fill_int_panel does; returns false when it does not handle the type, target or rows.
+bool fill_int_panel_simd(const WeightMatrix& w, int64_t row_begin, const IntPanel& panel);
+
 // One integer panel times every token: y[t * y_stride + r] for its n_valid_rows rows.
 void gemm_int_panel_simd(const IntPanel& panel, const IntActivations& act, int64_t n_tokens,
                          float* y, int64_t y_stride, int n_valid_rows);
