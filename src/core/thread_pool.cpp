@@ -27,7 +27,7 @@ int64_t now_micros() {
     return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
-// The CPUs this process may run on, in order.
+// The CPUs the calling thread may run on, in order.
 std::vector<int> allowed_cpus() {
     std::vector<int> cpus;
     cpu_set_t set;
@@ -41,10 +41,10 @@ std::vector<int> allowed_cpus() {
 }
 
 // Pinning is a hint: a failure (restricted container) leaves the thread unpinned.
-void pin_thread(pthread_t thread, int cpu) {
+void set_thread_cpus(pthread_t thread, const std::vector<int>& cpus) {
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
+    for (int cpu : cpus) CPU_SET(cpu, &set);
     pthread_setaffinity_np(thread, sizeof(set), &set);
 }
 
@@ -77,12 +77,13 @@ ThreadPool::ThreadPool(int n_threads, bool pin_threads) : n_threads_(n_threads) 
         workers_.emplace_back([this, i] { worker_loop(i); });
     }
     if (pin_threads) {
-        const std::vector<int> cpus = allowed_cpus();
+        caller_cpus_ = allowed_cpus();
+        const std::vector<int>& cpus = caller_cpus_;
         if (!cpus.empty()) {
-            pin_thread(pthread_self(), cpus[0]);
+            set_thread_cpus(pthread_self(), {cpus[0]});
             for (int i = 1; i < n_threads; ++i) {
-                pin_thread(workers_[static_cast<size_t>(i - 1)].native_handle(),
-                           cpus[static_cast<size_t>(i) % cpus.size()]);
+                set_thread_cpus(workers_[static_cast<size_t>(i - 1)].native_handle(),
+                                {cpus[static_cast<size_t>(i) % cpus.size()]});
             }
         }
     }
@@ -93,6 +94,7 @@ ThreadPool::~ThreadPool() {
     generation_.fetch_add(1, std::memory_order_seq_cst);
     generation_.notify_all();
     for (std::thread& worker : workers_) worker.join();
+    if (!caller_cpus_.empty()) set_thread_cpus(pthread_self(), caller_cpus_);
 }
 
 void ThreadPool::record_exception() {

@@ -20,8 +20,9 @@ class ThreadPool {
     using Task = std::function<void(int thread_index, int n_threads)>;
 
     // n_threads >= 1 (the caller counts as one); throws UsageError otherwise or above 1024.
-    // pin_threads binds worker i (and the calling thread, as thread 0) to the i-th CPU this
-    // process may run on, round robin.
+    // pin_threads binds worker i (and the calling thread, as thread 0) to the i-th CPU the
+    // caller may run on, round robin; the destructor gives the caller its CPUs back, so a later
+    // pool (bench -t 1,2) sees all of them again. Construct and destroy on the same thread.
     explicit ThreadPool(int n_threads, bool pin_threads = false);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
@@ -47,6 +48,7 @@ class ThreadPool {
 
     int n_threads_;
     std::vector<std::thread> workers_;
+    std::vector<int> caller_cpus_;  // the caller's CPUs before pinning; empty when not pinned
 
     const Task* task_ = nullptr;           // valid while a run is in flight
     std::atomic<uint32_t> generation_{0};  // bumped once per run (and at shutdown)

@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
+
 #include "core/error.h"
 #include "core/thread_pool.h"
 
@@ -74,6 +76,23 @@ TEST(ThreadPool, PinnedPoolWorks) {
     std::atomic<int> count{0};
     for (int round = 0; round < 10; ++round) pool.run([&](int, int) { count.fetch_add(1); });
     EXPECT_EQ(count.load(), 20);
+}
+
+// bench -t 1,2 builds one pinned pool after another: the second must not inherit the first's
+// pinning of the caller (it once put both of its threads on one CPU, 10x slower decoding).
+TEST(ThreadPool, PinnedPoolGivesTheCallerItsCpusBack) {
+    auto caller_cpu_count = [] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        EXPECT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+        return CPU_COUNT(&set);
+    };
+    const int before = caller_cpu_count();
+    {
+        ThreadPool pool(2, /*pin_threads=*/true);
+        EXPECT_EQ(caller_cpu_count(), 1);
+    }
+    EXPECT_EQ(caller_cpu_count(), before);
 }
 
 }  // namespace
