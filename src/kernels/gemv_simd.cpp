@@ -86,7 +86,7 @@ bool GemvRowsImpl(const WeightMatrix& w, const Activations& act, int64_t r0, int
     thread_local Q8View q8;
     thread_local std::vector<float> scales;
     thread_local std::vector<Int32x8> bsum_pairs;
-    scales.resize(4 * (static_cast<std::size_t>(n_blocks32) + 8));
+    scales.resize(static_cast<std::size_t>(n_blocks32) + 8);
     for (int64_t t = 0; t < act.n_tokens; ++t) {
         const std::byte* a_row = act.data + static_cast<std::size_t>(t) * act.row_bytes;
         float* yt = y + t * w.n_rows;

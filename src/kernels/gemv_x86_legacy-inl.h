@@ -1,3 +1,4 @@
+#define EXP_NOPERM 1
 // x86 GEMV kernels of the 32-value block types against Q8_0 / Q8_1 activations: Q4_0, Q4_1,
 // Q5_0, Q5_1, IQ4_NL (two blocks per vector, four rows at a time) and Q8_0.
 // Per-target code: included by gemv_simd.cpp once per Highway target (AVX2 and AVX-512 only).
@@ -10,6 +11,8 @@
 #define MINFER_KERNELS_GEMV_X86_LEGACY_INL_H_
 #endif
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
@@ -76,17 +79,57 @@ void PrepareQ8(const std::byte* row, int64_t n_blocks, bool pairs, Q8View& v) {
     }
 }
 
-// d(w) * d(x) for every block of a row of 32-blocks, 8 at a time through vcvtph2ps.
+// d(w) * d(x) of the 8 blocks from w (f16 block scales times the activations' f32 ones).
 template <class Block>
-void BlockScales(const Block* w, const Q8View& a, int64_t n_blocks, float* out) {
-    int64_t b = 0;
-    for (; b + 8 <= n_blocks; b += 8) {
-        alignas(16) uint16_t halves[8];
-        for (int k = 0; k < 8; ++k) halves[k] = w[b + k].d;
-        const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(halves)));
-        _mm256_storeu_ps(out + b, _mm256_mul_ps(dw, _mm256_loadu_ps(a.d.data() + b)));
+HWY_INLINE __m256 ChunkScales(const Block* w, const float* ad) {
+#if HWY_TARGET == HWY_AVX3 && !defined(EXP_NOPERM)
+    // Collecting the scales one by one took as long as the Q4_0 dot products. Blocks start at
+    // even addresses with d first, so the 8 scales are 16-bit words kWords apart: vpermt2w picks
+    // those within the first 128 bytes of the chunk, and for blocks of more than 18 bytes a
+    // second one those beyond, from the 128 bytes that end with the last scale.
+    constexpr int kWords = static_cast<int>(sizeof(Block) / 2);
+    constexpr int kSecond = 7 * kWords + 1 - 64;  // first word of the second window
+    static_assert(sizeof(Block) % 2 == 0 && kWords >= 8 && kWords <= 18);
+    constexpr auto kIndex = [](int first) {
+        std::array<int16_t, 32> index{};
+        for (int k = 0; k < 8; ++k)
+            index[k] = static_cast<int16_t>(std::max(0, k * kWords - first));
+        return index;
+    };
+    alignas(64) static constexpr std::array<int16_t, 32> kFirstIndex = kIndex(0);
+    const auto* bytes = reinterpret_cast<const std::byte*>(w);
+    __m512i d =
+        _mm512_permutex2var_epi16(_mm512_loadu_si512(bytes), _mm512_load_si512(kFirstIndex.data()),
+                                  _mm512_loadu_si512(bytes + 64));
+    if constexpr (kSecond > 0) {
+        alignas(64) static constexpr std::array<int16_t, 32> kSecondIndex = kIndex(kSecond);
+        constexpr auto kBeyond = [] {
+            __mmask32 mask = 0;
+            for (int k = 0; k < 8; ++k) mask |= (k * kWords > 63 ? 1u : 0u) << k;
+            return mask;
+        }();
+        const std::byte* second = bytes + 2 * kSecond;
+        d = _mm512_mask_blend_epi16(
+            kBeyond, d,
+            _mm512_permutex2var_epi16(_mm512_loadu_si512(second),
+                                      _mm512_load_si512(kSecondIndex.data()),
+                                      _mm512_loadu_si512(second + 64)));
     }
-    for (; b < n_blocks; ++b) out[b] = HalfToFloat(w[b].d) * a.d[b];
+    const __m256 dw = _mm256_cvtph_ps(_mm512_castsi512_si128(d));
+#else
+    alignas(16) uint16_t halves[8];
+    for (int k = 0; k < 8; ++k) halves[k] = w[k].d;
+    const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(halves)));
+#endif
+    return _mm256_mul_ps(dw, _mm256_loadu_ps(ad));
+}
+
+// ChunkScales' 8 results for blocks [b0, b0 + 8) of a row, else the scalar products.
+template <class Block>
+HWY_INLINE void BlockScales(const Block* w, const Q8View& a, int64_t b0, int64_t b1, float* out) {
+    int64_t b = b0;
+    for (; b + 8 <= b1; b += 8) _mm256_storeu_ps(out + b, ChunkScales(w + b, a.d.data() + b));
+    for (; b < b1; ++b) out[b] = HalfToFloat(w[b].d) * a.d[b];
 }
 
 // The 32-value types with 4-bit codes, two blocks at a time: one 256-bit vector holds both
@@ -134,120 +177,116 @@ float OffsetSum(const Block* w, const Q8View& a, int64_t n_blocks) {
     return sum;
 }
 
-// kRows rows at once: the activation pair is loaded once for all of them, and several weight
-// streams in flight keep more memory requests outstanding.
-template <bool kVnni, Nibbles kKind, int kRows, class Block>
-void DotNibblePairs(const Block* const* w, const Q8View& a, int64_t n_blocks, float* scales,
-                    float* out) {
+// One row. (Four rows at once, sharing each activation load, streamed from DRAM at 60 % of
+// the one-row speed: they fill the reorder window before enough weight lines are requested.)
+template <bool kVnni, Nibbles kKind, class Block>
+float DotNibblePairs(const Block* w, const Q8View& a, int64_t n_blocks, float* scales) {
     constexpr bool kFifthBit = kKind == Nibbles::kQ5_0 || kKind == Nibbles::kQ5_1;
     constexpr bool kOffset = kKind == Nibbles::kQ4_1 || kKind == Nibbles::kQ5_1;
     constexpr int kZeroShift = kKind == Nibbles::kQ4_0 ? 3 : kKind == Nibbles::kQ5_0 ? 4 : 0;
-    const std::size_t stride = static_cast<std::size_t>(n_blocks) + 8;
-    for (int r = 0; r < kRows; ++r) BlockScales(w[r], a, n_blocks, scales + r * stride);
     const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
     const __m256i table = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(kvalues_iq4nl)));
-    __m256 acc[kRows];
-    for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 2 <= n_blocks; b += 2) {
+    __m256 acc = _mm256_setzero_ps();
+    // Blocks b and b + 1; `scale` holds their two scales, each in 4 lanes.
+    auto pair_step = [&](int64_t b, __m256 scale) HWY_ATTR {
+        if ((b & 3) == 0) {
+            _mm_prefetch(reinterpret_cast<const char*>(w + b) + kFarPrefetchBytes, _MM_HINT_T0);
+        }
         const std::size_t p = static_cast<std::size_t>(b / 2);
+        const __m256i packed = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(w[b + 1].qs),
+                                                   reinterpret_cast<const __m128i*>(w[b].qs));
+        __m256i low = _mm256_and_si256(packed, low4);
+        __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+        if constexpr (kFifthBit) {
+            uint32_t qh0, qh1;
+            std::memcpy(&qh0, w[b].qh, 4);
+            std::memcpy(&qh1, w[b + 1].qh, 4);
+            low = _mm256_or_si256(low, FifthBits(qh0, qh1, 0));
+            high = _mm256_or_si256(high, FifthBits(qh0, qh1, 1));
+        }
         const __m256i a_low = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_low[p]));
         const __m256i a_high = _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_high[p]));
-        __m256i start = _mm256_setzero_si256();
-        if constexpr (kZeroShift > 0) {
-            start = _mm256_slli_epi32(
-                _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_neg_sum[p])),
-                kZeroShift);
+        __m256i sum;
+        if constexpr (kKind == Nibbles::kIq4Nl) {
+            low = _mm256_shuffle_epi8(table, low);
+            high = _mm256_shuffle_epi8(table, high);
+            sum = DotS8S8<kVnni>(_mm256_setzero_si256(), low, a_low);
+            sum = DotS8S8<kVnni>(sum, high, a_high);
+        } else {
+            __m256i start = _mm256_setzero_si256();
+            if constexpr (kZeroShift > 0) {
+                start = _mm256_slli_epi32(
+                    _mm256_load_si256(reinterpret_cast<const __m256i*>(&a.pair_neg_sum[p])),
+                    kZeroShift);
+            }
+            sum = DotU8S8<kVnni>(start, low, a_low);
+            sum = DotU8S8<kVnni>(sum, high, a_high);
         }
-        for (int r = 0; r < kRows; ++r) {
-            if ((b & 3) == 0) {
-                _mm_prefetch(reinterpret_cast<const char*>(w[r] + b) + kPrefetchBytes, _MM_HINT_T0);
-            }
-            const __m256i packed =
-                _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(w[r][b + 1].qs),
-                                    reinterpret_cast<const __m128i*>(w[r][b].qs));
-            __m256i low = _mm256_and_si256(packed, low4);
-            __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
-            if constexpr (kFifthBit) {
-                uint32_t qh0, qh1;
-                std::memcpy(&qh0, w[r][b].qh, 4);
-                std::memcpy(&qh1, w[r][b + 1].qh, 4);
-                low = _mm256_or_si256(low, FifthBits(qh0, qh1, 0));
-                high = _mm256_or_si256(high, FifthBits(qh0, qh1, 1));
-            }
-            __m256i sum;
-            if constexpr (kKind == Nibbles::kIq4Nl) {
-                low = _mm256_shuffle_epi8(table, low);
-                high = _mm256_shuffle_epi8(table, high);
-                sum = DotS8S8<kVnni>(_mm256_setzero_si256(), low, a_low);
-                sum = DotS8S8<kVnni>(sum, high, a_high);
-            } else {
-                sum = DotU8S8<kVnni>(start, low, a_low);
-                sum = DotU8S8<kVnni>(sum, high, a_high);
-            }
-            const __m128 two = _mm_castpd_ps(
-                _mm_load_sd(reinterpret_cast<const double*>(scales + r * stride + b)));
-            const __m256 scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), spread);
-            acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[r]);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc);
+    };
+    // Whole chunks of 8 blocks keep their scales in a register; the last blocks go through memory.
+    int64_t b = 0;
+    for (; b + 8 <= n_blocks; b += 8) {
+        const __m256 chunk = ChunkScales(w + b, a.d.data() + b);
+        for (int j = 0; j < 4; ++j) {
+            const __m256i spread = _mm256_setr_epi32(2 * j, 2 * j, 2 * j, 2 * j, 2 * j + 1,
+                                                     2 * j + 1, 2 * j + 1, 2 * j + 1);
+            pair_step(b + 2 * j, _mm256_permutevar8x32_ps(chunk, spread));
         }
     }
-    for (int r = 0; r < kRows; ++r) {
-        float sum = HorizontalSum(acc[r]);
-        if (b < n_blocks) {  // odd block count: the last block alone
-            UnpackedBlock last;
-            unpack_block(kNibbleType<kKind>, reinterpret_cast<const std::byte*>(w[r] + b), last);
-            const int8_t* q8 = a.qs(b);
-            int32_t isum = 0;
-            for (int j = 0; j < 32; ++j) isum += last.q[j] * q8[j];
-            sum += static_cast<float>(isum) * scales[r * stride + b];
-            if constexpr (kOffset) sum -= last.dmin * a.s[b];
-        }
-        if constexpr (kOffset) {
-            const int64_t paired = b;  // blocks [0, b) went through the vector loop
-            sum += OffsetSum(w[r], a, paired);
-        }
-        out[r] = sum;
+    BlockScales(w, a, b, n_blocks, scales);
+    const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    for (; b + 2 <= n_blocks; b += 2) {
+        const __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(scales + b)));
+        pair_step(b, _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), spread));
     }
+    float sum = HorizontalSum(acc);
+    if (b < n_blocks) {  // odd block count: the last block alone
+        UnpackedBlock last;
+        unpack_block(kNibbleType<kKind>, reinterpret_cast<const std::byte*>(w + b), last);
+        const int8_t* q8 = a.qs(b);
+        int32_t isum = 0;
+        for (int j = 0; j < 32; ++j) isum += last.q[j] * q8[j];
+        sum += static_cast<float>(isum) * scales[b];
+        if constexpr (kOffset) sum -= last.dmin * a.s[b];
+    }
+    if constexpr (kOffset) sum += OffsetSum(w, a, b);  // blocks [0, b) of the vector loop
+    return sum;
 }
 
-// Rows [r0, r1) of a nibble-type matrix, four rows at a time.
+// Rows [r0, r1) of a nibble-type matrix.
 template <bool kVnni, Nibbles kKind, class Block>
 void NibbleRows(const std::byte* base, std::size_t row_bytes, int64_t r0, int64_t r1,
                 const Q8View& a, int64_t n_blocks, float* scales, float* y) {
-    constexpr int kRows = 4;
-    auto row = [&](int64_t r) {
-        return reinterpret_cast<const Block*>(base + static_cast<std::size_t>(r) * row_bytes);
-    };
-    int64_t r = r0;
-    for (; r + kRows <= r1; r += kRows) {
-        const Block* rows[kRows] = {row(r), row(r + 1), row(r + 2), row(r + 3)};
-        DotNibblePairs<kVnni, kKind, kRows, Block>(rows, a, n_blocks, scales, y + r);
-    }
-    for (; r < r1; ++r) {
-        const Block* one[1] = {row(r)};
-        DotNibblePairs<kVnni, kKind, 1, Block>(one, a, n_blocks, scales, y + r);
+    for (int64_t r = r0; r < r1; ++r) {
+        const auto* row =
+            reinterpret_cast<const Block*>(base + static_cast<std::size_t>(r) * row_bytes);
+        y[r] = DotNibblePairs<kVnni, kKind, Block>(row, a, n_blocks, scales);
     }
 }
 
 // Q8_0: signed weights against signed activations.
 template <bool kVnni>
 float DotQ8_0(const block_q8_0* w, const Q8View& a, int64_t n_blocks, float* scales) {
-    BlockScales(w, a, n_blocks, scales);
     __m256 acc0 = _mm256_setzero_ps();
     __m256 acc1 = _mm256_setzero_ps();
-    auto block = [&](int64_t b, __m256 acc) {
+    auto block = [&](int64_t b, __m256 scale, __m256 acc) HWY_ATTR {
         const __m256i p =
             DotS8S8<kVnni>(_mm256_setzero_si256(), Load256(w[b].qs), Load256(a.blocks[b].qs));
-        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(scales + b), acc);
+        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), scale, acc);
     };
     int64_t b = 0;
-    for (; b + 2 <= n_blocks; b += 2) {
-        acc0 = block(b, acc0);
-        acc1 = block(b + 1, acc1);
+    for (; b + 8 <= n_blocks; b += 8) {
+        const __m256 chunk = ChunkScales(w + b, a.d.data() + b);
+        for (int j = 0; j < 8; j += 2) {
+            acc0 = block(b + j, _mm256_permutevar8x32_ps(chunk, _mm256_set1_epi32(j)), acc0);
+            acc1 =
+                block(b + j + 1, _mm256_permutevar8x32_ps(chunk, _mm256_set1_epi32(j + 1)), acc1);
+        }
     }
-    if (b < n_blocks) acc0 = block(b, acc0);
+    BlockScales(w, a, b, n_blocks, scales);
+    for (; b < n_blocks; ++b) acc0 = block(b, _mm256_broadcast_ss(scales + b), acc0);
     return HorizontalSum(_mm256_add_ps(acc0, acc1));
 }
 

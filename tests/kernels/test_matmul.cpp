@@ -165,11 +165,13 @@ struct Shape {
 };
 
 // Shapes that do not divide the 16-row panels or the 8/4/2-token tiles: 1, 7 and 4097 rows,
-// batches of 1, 2, 17 and 67.
+// batches of 1, 2, 17 and 67; and rows of 32-value blocks that do not divide the GEMV's chunks
+// of 8 blocks and pairs: 7, 9 and 27 blocks.
 const std::vector<Shape>& shapes() {
     static const std::vector<Shape> s = {
         {1, 1, 512},  {7, 1, 512},   {4097, 1, 256},  {1, 2, 512},  {7, 2, 768},  {4097, 2, 256},
-        {7, 17, 512}, {33, 17, 512}, {4097, 17, 256}, {1, 67, 256}, {7, 67, 512}, {33, 67, 256}};
+        {7, 17, 512}, {33, 17, 512}, {4097, 17, 256}, {1, 67, 256}, {7, 67, 512}, {33, 67, 256},
+        {7, 1, 224},  {5, 1, 864},   {3, 2, 288},     {17, 17, 864}};
     return s;
 }
 
