@@ -149,10 +149,19 @@ struct WeighRows {
 
 // Softmax of s[n] in place. The exponentials are computed in double and rounded to float, which
 // gives expf's correctly rounded results (what ggml's softmax sees up to its own exp's error);
-// their sum is accumulated in double, as ggml does.
-void Softmax(float* s, int64_t n) {
+// their sum is accumulated in double, as ggml does. With round_to_f16 the probabilities end
+// rounded to f16 (ggml weighs V with them converted to V's type).
+void Softmax(float* s, int64_t n, bool round_to_f16) {
     float max = -INFINITY;
-    for (int64_t i = 0; i < n; ++i) max = std::max(max, s[i]);
+    {
+        const DF df;
+        const int64_t flanes = static_cast<int64_t>(hn::Lanes(df));
+        auto vmax = hn::Set(df, -INFINITY);
+        int64_t i = 0;
+        for (; i + flanes <= n; i += flanes) vmax = hn::Max(vmax, hn::LoadU(df, s + i));
+        max = hn::GetLane(hn::MaxOfLanes(df, vmax));
+        for (; i < n; ++i) max = std::max(max, s[i]);
+    }
     const hn::ScalableTag<double> dd;
     const hn::Rebind<float, decltype(dd)> dfh;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(dd));
@@ -172,11 +181,16 @@ void Softmax(float* s, int64_t n) {
     }
     const float inv = static_cast<float>(1.0 / sum);
     const DF df;
+    const DH dh;
     const int64_t flanes = static_cast<int64_t>(hn::Lanes(df));
     i = 0;
-    for (; i + flanes <= n; i += flanes)
-        hn::StoreU(hn::Mul(hn::LoadU(df, s + i), hn::Set(df, inv)), df, s + i);
+    for (; i + flanes <= n; i += flanes) {
+        auto p = hn::Mul(hn::LoadU(df, s + i), hn::Set(df, inv));
+        if (round_to_f16) p = hn::PromoteTo(df, hn::DemoteTo(dh, p));
+        hn::StoreU(p, df, s + i);
+    }
     for (; i < n; ++i) s[i] *= inv;
+    if (round_to_f16) RoundToF16(s + i, n - i);
 }
 
 void AttendGroup(const AttentionGroup& a, float* scratch) {
@@ -197,9 +211,8 @@ void AttendGroup(const AttentionGroup& a, float* scratch) {
                                 scores + t * kTile, stride);
     }
     for (int64_t m = 0; m < g; ++m) {
-        Softmax(scores + m * stride, n);  // keys beyond n (the last tile's tail) are left out
-        // ggml weighs V with the probabilities converted to V's type.
-        if (a.f16) RoundToF16(scores + m * stride, n);
+        Softmax(scores + m * stride, n,
+                a.f16);  // keys beyond n (the last tile's tail) are left out
     }
     ForRowGroups<WeighRows>(g, static_cast<const float*>(scores), stride, n, a.v_rows, dv, a.f16,
                             a.out, a.out_stride);
