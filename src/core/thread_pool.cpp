@@ -28,7 +28,7 @@ int64_t now_micros() {
 }
 
 // The CPUs the calling thread may run on, in order.
-std::vector<int> allowed_cpus() {
+std::vector<int> thread_cpus() {
     std::vector<int> cpus;
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -37,6 +37,13 @@ std::vector<int> allowed_cpus() {
             if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
         }
     }
+    return cpus;
+}
+
+// The CPUs to pin to: those the process could use when it first made a pinned pool (a pool pins
+// its caller, so a second pool made while the first lives would otherwise see one CPU).
+const std::vector<int>& process_cpus() {
+    static const std::vector<int> cpus = thread_cpus();
     return cpus;
 }
 
@@ -77,8 +84,8 @@ ThreadPool::ThreadPool(int n_threads, bool pin_threads) : n_threads_(n_threads) 
         workers_.emplace_back([this, i] { worker_loop(i); });
     }
     if (pin_threads) {
-        caller_cpus_ = allowed_cpus();
-        const std::vector<int>& cpus = caller_cpus_;
+        caller_cpus_ = thread_cpus();
+        const std::vector<int>& cpus = process_cpus();
         if (!cpus.empty()) {
             set_thread_cpus(pthread_self(), {cpus[0]});
             for (int i = 1; i < n_threads; ++i) {

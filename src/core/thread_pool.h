@@ -21,8 +21,8 @@ class ThreadPool {
 
     // n_threads >= 1 (the caller counts as one); throws UsageError otherwise or above 1024.
     // pin_threads binds worker i (and the calling thread, as thread 0) to the i-th CPU the
-    // caller may run on, round robin; the destructor gives the caller its CPUs back, so a later
-    // pool (bench -t 1,2) sees all of them again. Construct and destroy on the same thread.
+    // process could run on when it first made a pinned pool, round robin; the destructor gives
+    // the caller its CPUs back. Construct and destroy on the same thread.
     explicit ThreadPool(int n_threads, bool pin_threads = false);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;

@@ -78,21 +78,34 @@ TEST(ThreadPool, PinnedPoolWorks) {
     EXPECT_EQ(count.load(), 20);
 }
 
+int caller_cpu_count() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    EXPECT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+    return CPU_COUNT(&set);
+}
+
 // bench -t 1,2 builds one pinned pool after another: the second must not inherit the first's
 // pinning of the caller (it once put both of its threads on one CPU, 10x slower decoding).
 TEST(ThreadPool, PinnedPoolGivesTheCallerItsCpusBack) {
-    auto caller_cpu_count = [] {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        EXPECT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
-        return CPU_COUNT(&set);
-    };
     const int before = caller_cpu_count();
     {
         ThreadPool pool(2, /*pin_threads=*/true);
         EXPECT_EQ(caller_cpu_count(), 1);
     }
     EXPECT_EQ(caller_cpu_count(), before);
+}
+
+// bench_kernels keeps a 1-thread and a 2-thread pool alive together: the second one's worker
+// must get its own CPU although the caller is pinned by the first.
+TEST(ThreadPool, CoexistingPinnedPoolsSpreadOverTheCpus) {
+    const int n_cpus = caller_cpu_count();
+    if (n_cpus < 2) GTEST_SKIP() << "needs 2 CPUs";
+    ThreadPool one(1, /*pin_threads=*/true);
+    ThreadPool two(2, /*pin_threads=*/true);
+    std::atomic<int> cpu_of[2] = {-1, -1};
+    two.run([&](int i, int) { cpu_of[i] = sched_getcpu(); });
+    EXPECT_NE(cpu_of[0].load(), cpu_of[1].load());
 }
 
 }  // namespace
