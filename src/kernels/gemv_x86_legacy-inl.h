@@ -1,6 +1,5 @@
-#define EXP_NOPERM 1
 // x86 GEMV kernels of the 32-value block types against Q8_0 / Q8_1 activations: Q4_0, Q4_1,
-// Q5_0, Q5_1, IQ4_NL (two blocks per vector, four rows at a time) and Q8_0.
+// Q5_0, Q5_1, IQ4_NL (two blocks per vector, one row at a time) and Q8_0.
 // Per-target code: included by gemv_simd.cpp once per Highway target (AVX2 and AVX-512 only).
 
 // Highway's per-target include guard: toggles with each re-inclusion by foreach_target.h.
@@ -82,7 +81,7 @@ void PrepareQ8(const std::byte* row, int64_t n_blocks, bool pairs, Q8View& v) {
 // d(w) * d(x) of the 8 blocks from w (f16 block scales times the activations' f32 ones).
 template <class Block>
 HWY_INLINE __m256 ChunkScales(const Block* w, const float* ad) {
-#if HWY_TARGET == HWY_AVX3 && !defined(EXP_NOPERM)
+#if HWY_TARGET == HWY_AVX3
     // Collecting the scales one by one took as long as the Q4_0 dot products. Blocks start at
     // even addresses with d first, so the 8 scales are 16-bit words kWords apart: vpermt2w picks
     // those within the first 128 bytes of the chunk, and for blocks of more than 18 bytes a
@@ -98,9 +97,12 @@ HWY_INLINE __m256 ChunkScales(const Block* w, const float* ad) {
     };
     alignas(64) static constexpr std::array<int16_t, 32> kFirstIndex = kIndex(0);
     const auto* bytes = reinterpret_cast<const std::byte*>(w);
-    __m512i d =
-        _mm512_permutex2var_epi16(_mm512_loadu_si512(bytes), _mm512_load_si512(kFirstIndex.data()),
-                                  _mm512_loadu_si512(bytes + 64));
+    // Hidden from the optimizer, which otherwise turns the permutation of two loads with a
+    // known index back into eight 16-bit loads and inserts.
+    __m512i first_index = _mm512_load_si512(kFirstIndex.data());
+    asm("" : "+v"(first_index));
+    __m512i d = _mm512_permutex2var_epi16(_mm512_loadu_si512(bytes), first_index,
+                                          _mm512_loadu_si512(bytes + 64));
     if constexpr (kSecond > 0) {
         alignas(64) static constexpr std::array<int16_t, 32> kSecondIndex = kIndex(kSecond);
         constexpr auto kBeyond = [] {
@@ -109,10 +111,11 @@ HWY_INLINE __m256 ChunkScales(const Block* w, const float* ad) {
             return mask;
         }();
         const std::byte* second = bytes + 2 * kSecond;
+        __m512i second_index = _mm512_load_si512(kSecondIndex.data());
+        asm("" : "+v"(second_index));
         d = _mm512_mask_blend_epi16(
             kBeyond, d,
-            _mm512_permutex2var_epi16(_mm512_loadu_si512(second),
-                                      _mm512_load_si512(kSecondIndex.data()),
+            _mm512_permutex2var_epi16(_mm512_loadu_si512(second), second_index,
                                       _mm512_loadu_si512(second + 64)));
     }
     const __m256 dw = _mm256_cvtph_ps(_mm512_castsi512_si128(d));
@@ -187,9 +190,11 @@ float DotNibblePairs(const Block* w, const Q8View& a, int64_t n_blocks, float* s
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i table = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(kvalues_iq4nl)));
-    __m256 acc = _mm256_setzero_ps();
-    // Blocks b and b + 1; `scale` holds their two scales, each in 4 lanes.
-    auto pair_step = [&](int64_t b, __m256 scale) HWY_ATTR {
+    // Four accumulators: with one, the multiply-add latency (4 cycles per pair) was the limit.
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
+    // Blocks b and b + 1 into acc[j]; `scale` holds their two scales, each in 4 lanes.
+    auto pair_step = [&](int64_t b, int j, __m256 scale) HWY_ATTR {
         if ((b & 3) == 0) {
             _mm_prefetch(reinterpret_cast<const char*>(w + b) + kFarPrefetchBytes, _MM_HINT_T0);
         }
@@ -223,7 +228,7 @@ float DotNibblePairs(const Block* w, const Q8View& a, int64_t n_blocks, float* s
             sum = DotU8S8<kVnni>(start, low, a_low);
             sum = DotU8S8<kVnni>(sum, high, a_high);
         }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc);
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), scale, acc[j]);
     };
     // Whole chunks of 8 blocks keep their scales in a register; the last blocks go through memory.
     int64_t b = 0;
@@ -232,16 +237,17 @@ float DotNibblePairs(const Block* w, const Q8View& a, int64_t n_blocks, float* s
         for (int j = 0; j < 4; ++j) {
             const __m256i spread = _mm256_setr_epi32(2 * j, 2 * j, 2 * j, 2 * j, 2 * j + 1,
                                                      2 * j + 1, 2 * j + 1, 2 * j + 1);
-            pair_step(b + 2 * j, _mm256_permutevar8x32_ps(chunk, spread));
+            pair_step(b + 2 * j, j, _mm256_permutevar8x32_ps(chunk, spread));
         }
     }
     BlockScales(w, a, b, n_blocks, scales);
     const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
     for (; b + 2 <= n_blocks; b += 2) {
         const __m128 two = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(scales + b)));
-        pair_step(b, _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), spread));
+        pair_step(b, 0, _mm256_permutevar8x32_ps(_mm256_castps128_ps256(two), spread));
     }
-    float sum = HorizontalSum(acc);
+    float sum =
+        HorizontalSum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
     if (b < n_blocks) {  // odd block count: the last block alone
         UnpackedBlock last;
         unpack_block(kNibbleType<kKind>, reinterpret_cast<const std::byte*>(w + b), last);
@@ -269,25 +275,23 @@ void NibbleRows(const std::byte* base, std::size_t row_bytes, int64_t r0, int64_
 // Q8_0: signed weights against signed activations.
 template <bool kVnni>
 float DotQ8_0(const block_q8_0* w, const Q8View& a, int64_t n_blocks, float* scales) {
-    __m256 acc0 = _mm256_setzero_ps();
-    __m256 acc1 = _mm256_setzero_ps();
-    auto block = [&](int64_t b, __m256 scale, __m256 acc) HWY_ATTR {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
+    auto block = [&](int64_t b, int j, __m256 scale) HWY_ATTR {
         const __m256i p =
             DotS8S8<kVnni>(_mm256_setzero_si256(), Load256(w[b].qs), Load256(a.blocks[b].qs));
-        return _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), scale, acc);
+        acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), scale, acc[j]);
     };
     int64_t b = 0;
     for (; b + 8 <= n_blocks; b += 8) {
         const __m256 chunk = ChunkScales(w + b, a.d.data() + b);
-        for (int j = 0; j < 8; j += 2) {
-            acc0 = block(b + j, _mm256_permutevar8x32_ps(chunk, _mm256_set1_epi32(j)), acc0);
-            acc1 =
-                block(b + j + 1, _mm256_permutevar8x32_ps(chunk, _mm256_set1_epi32(j + 1)), acc1);
-        }
+        for (int j = 0; j < 8; ++j)
+            block(b + j, j % 4, _mm256_permutevar8x32_ps(chunk, _mm256_set1_epi32(j)));
     }
     BlockScales(w, a, b, n_blocks, scales);
-    for (; b < n_blocks; ++b) acc0 = block(b, _mm256_broadcast_ss(scales + b), acc0);
-    return HorizontalSum(_mm256_add_ps(acc0, acc1));
+    for (; b < n_blocks; ++b) block(b, 0, _mm256_broadcast_ss(scales + b));
+    return HorizontalSum(
+        _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
 }
 
 #endif  // HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
