@@ -189,8 +189,9 @@ void Softmax(float* s, int64_t n, bool round_to_f16) {
         if (round_to_f16) p = hn::PromoteTo(df, hn::DemoteTo(dh, p));
         hn::StoreU(p, df, s + i);
     }
+    const int64_t tail = i;
     for (; i < n; ++i) s[i] *= inv;
-    if (round_to_f16) RoundToF16(s + i, n - i);
+    if (round_to_f16) RoundToF16(s + tail, n - tail);
 }
 
 void AttendGroup(const AttentionGroup& a, float* scratch) {
