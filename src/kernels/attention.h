@@ -2,8 +2,9 @@
 // Causal attention of the query heads that share one K/V head (grouped-query attention) over an
 // f16 or f32 KV cache, with ggml's arithmetic for attention without flash-attention (what
 // llama.cpp's reference outputs used): for an f16 cache the queries are rounded to f16 before the
-// Q·K dot products, scores are scaled, the softmax is taken over all keys (exponentials rounded as
-// expf rounds them, sums in double), and the probabilities are rounded to f16 before they weigh V.
+// Q·K dot products, scores are scaled, the softmax is taken over all keys (ggml's vectorized expf
+// on chunks of 16 keys and expf on the rest, sums in double), and the probabilities are rounded
+// to f16 before they weigh V.
 // One call handles one token's group of heads, so every K and V value is loaded once per group.
 //
 // K comes in tiles of kAttentionKeyTile positions stored dimension-major (one vector load = one

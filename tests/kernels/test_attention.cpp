@@ -1,7 +1,6 @@
-// attend_group against a reference that rounds where ggml's attention without flash-attention
-// rounds (the header states it): the query to f16 for an f16 cache, each exponential (taken in
-// double) to float, the probabilities to float and then to f16 before they weigh V; the weighted
-// sum is taken in double. Key
+// attend_group against a reference with the roundings of ggml's attention without flash-attention
+// (the header states them): the query rounded to f16 for an f16 cache, exponentials within 2 ulp
+// of exp (ggml's own vectorized expf), the probabilities rounded to f16 before they weigh V. Key
 // counts cover partial K tiles and softmax tails (1 to 100 keys), groups of 1 to 8 heads, and a
 // head size that is not a whole number of vectors.
 
@@ -67,7 +66,8 @@ Cache make_cache(const Case& c, std::mt19937& rng) {
     return cache;
 }
 
-// out[m][d] for query head m, and the scale of its terms (sum of |p * v|) for the tolerance.
+// out[m][d] for query head m, and the scale of its terms (sum of |p * v|) for the tolerance. The
+// exponentials are taken in double; the kernel's are within 2 ulp of those.
 void reference(const Case& c, const std::vector<float>& q, const Cache& cache, float scale,
                std::vector<double>& out, std::vector<double>& magnitude) {
     const int64_t n = c.n_keys, dim = c.head_dim;
@@ -88,15 +88,14 @@ void reference(const Case& c, const std::vector<float>& q, const Cache& cache, f
         }
         double max = -INFINITY, sum = 0;
         for (double x : s) max = std::max(max, x);
-        std::vector<float> e(s.size());
+        std::vector<double> e(s.size());
         for (std::size_t i = 0; i < s.size(); ++i) {
-            e[i] =
-                static_cast<float>(std::exp(static_cast<double>(static_cast<float>(s[i] - max))));
+            // The score minus the maximum is a float, as in ggml; its exponential exact.
+            e[i] = std::exp(static_cast<double>(static_cast<float>(s[i] - max)));
             sum += e[i];
         }
-        const auto inv = static_cast<float>(1.0 / sum);
         for (int64_t pos = 0; pos < n; ++pos) {
-            float p = e[static_cast<std::size_t>(pos)] * inv;
+            auto p = static_cast<float>(e[static_cast<std::size_t>(pos)] / sum);
             if (c.f16) p = round_f16(p);
             for (int64_t d = 0; d < dim; ++d) {
                 const double term =
@@ -108,9 +107,38 @@ void reference(const Case& c, const std::vector<float>& q, const Cache& cache, f
     }
 }
 
-TEST(Attention, MatchesGgmlsRoundingsOnEveryShape) {
-    std::mt19937 rng(7);
+// Runs attend_group on the case's cache (q: group x head_dim values).
+std::vector<float> attend(const Case& c, const Cache& cache, const std::vector<float>& q,
+                          float scale, AttentionScratch& scratch) {
+    std::vector<float> out(q.size(), NAN);
+    AttentionGroup a;
+    a.q = q.data();
+    a.q_stride = c.head_dim;
+    a.group = c.group;
+    a.k_tiles = c.f16 ? static_cast<const void*>(cache.k16.data())
+                      : static_cast<const void*>(cache.k32.data());
+    a.v_rows = c.f16 ? static_cast<const void*>(cache.v16.data())
+                     : static_cast<const void*>(cache.v32.data());
+    a.f16 = c.f16;
+    a.n_keys = c.n_keys;
+    a.head_dim_k = c.head_dim;
+    a.head_dim_v = c.head_dim;
+    a.scale = scale;
+    a.out = out.data();
+    a.out_stride = c.head_dim;
+    attend_group(a, scratch);
+    return out;
+}
+
+std::vector<float> random_queries(const Case& c, std::mt19937& rng) {
     std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> q(static_cast<std::size_t>(c.group * c.head_dim));
+    for (float& x : q) x = normal(rng);
+    return q;
+}
+
+TEST(Attention, MatchesTheReferenceOnEveryShape) {
+    std::mt19937 rng(7);
     AttentionScratch scratch;
     int checked = 0;
     for (bool f16 : {true, false}) {
@@ -119,33 +147,16 @@ TEST(Attention, MatchesGgmlsRoundingsOnEveryShape) {
                 for (int64_t head_dim : {64, 40}) {
                     const Case c{n_keys, group, head_dim, f16};
                     const Cache cache = make_cache(c, rng);
-                    std::vector<float> q(static_cast<std::size_t>(group * head_dim));
-                    for (float& x : q) x = normal(rng);
+                    const std::vector<float> q = random_queries(c, rng);
                     const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-                    std::vector<float> out(q.size(), NAN);
-                    AttentionGroup a;
-                    a.q = q.data();
-                    a.q_stride = head_dim;
-                    a.group = group;
-                    a.k_tiles = f16 ? static_cast<const void*>(cache.k16.data())
-                                    : static_cast<const void*>(cache.k32.data());
-                    a.v_rows = f16 ? static_cast<const void*>(cache.v16.data())
-                                   : static_cast<const void*>(cache.v32.data());
-                    a.f16 = f16;
-                    a.n_keys = n_keys;
-                    a.head_dim_k = head_dim;
-                    a.head_dim_v = head_dim;
-                    a.scale = scale;
-                    a.out = out.data();
-                    a.out_stride = head_dim;
-                    attend_group(a, scratch);
-
+                    const std::vector<float> out = attend(c, cache, q, scale, scratch);
                     std::vector<double> want, magnitude;
                     reference(c, q, cache, scale, want, magnitude);
+                    // A probability may round to the other f16 neighbour (2^-11 of itself) when
+                    // its exponential is an ulp off; f32 probabilities are within a few ulp.
+                    const double relative = f16 ? 0x1p-11 + 1e-5 : 1e-5;
                     for (std::size_t i = 0; i < out.size(); ++i) {
-                        // Float sums of at most 100 terms; a probability left unrounded to f16
-                        // moves its term by up to 2^-12 of itself.
-                        ASSERT_NEAR(out[i], want[i], 4e-6 * magnitude[i] + 1e-7)
+                        ASSERT_NEAR(out[i], want[i], relative * magnitude[i] + 1e-7)
                             << "f16 " << f16 << " keys " << n_keys << " group " << group
                             << " head_dim " << head_dim << " output " << i;
                     }
@@ -155,6 +166,62 @@ TEST(Attention, MatchesGgmlsRoundingsOnEveryShape) {
         }
     }
     EXPECT_EQ(checked, 2 * 7 * 4 * 2);
+}
+
+// With V the identity (key i has 1 in dimension i) the output is the probabilities themselves:
+// for an f16 cache each must be an f16 value (ggml rounds them before they weigh V) within one
+// f16 step of the exact softmax; for an f32 cache within a few float ulp. Sizes up to 64 keys
+// cover the softmax's whole chunks of 16 and its tails.
+TEST(Attention, ProbabilitiesAreRoundedLikeGgmls) {
+    std::mt19937 rng(11);
+    AttentionScratch scratch;
+    for (bool f16 : {true, false}) {
+        for (int64_t n_keys : {1, 3, 15, 16, 17, 33, 50, 64}) {
+            const Case c{n_keys, 8, 64, f16};
+            Cache cache = make_cache(c, rng);
+            for (int64_t pos = 0; pos < n_keys; ++pos) {
+                for (int64_t d = 0; d < c.head_dim; ++d) {
+                    const auto row = static_cast<std::size_t>(pos * c.head_dim + d);
+                    cache.v[row] = pos == d ? 1.0f : 0.0f;
+                    cache.v16[row] = f32_to_f16(cache.v[row]);
+                    cache.v32[row] = cache.v[row];
+                }
+            }
+            const std::vector<float> q = random_queries(c, rng);
+            const std::vector<float> out = attend(c, cache, q, 0.125f, scratch);
+            // The reference's probabilities unrounded, from the same scores (the query rounded
+            // as the kernel rounds it).
+            Case exact = c;
+            exact.f16 = false;
+            std::vector<float> q_used = q;
+            if (f16) {
+                for (float& x : q_used) x = round_f16(x);
+            }
+            std::vector<double> want, magnitude;
+            reference(exact, q_used, cache, 0.125f, want, magnitude);
+            for (int64_t m = 0; m < c.group; ++m) {
+                double total = 0;
+                for (int64_t d = 0; d < c.head_dim; ++d) {
+                    const auto i = static_cast<std::size_t>(m * c.head_dim + d);
+                    const float p = out[i];
+                    total += p;
+                    if (d >= n_keys) {
+                        EXPECT_EQ(p, 0.0f);
+                        continue;
+                    }
+                    if (f16) {
+                        ASSERT_EQ(p, round_f16(p)) << "keys " << n_keys << " probability " << d;
+                    }
+                    // One f16 step (relative, or f16's subnormal spacing), or 4 float ulp.
+                    const double step = f16 ? 0x1p-10 : 0x1p-21;
+                    const double floor = f16 ? 0x1p-24 : 1e-12;
+                    ASSERT_NEAR(p, want[i], step * want[i] + floor)
+                        << "f16 " << f16 << " keys " << n_keys << " probability " << d;
+                }
+                EXPECT_NEAR(total, 1.0, f16 ? 1e-3 : 1e-5);
+            }
+        }
+    }
 }
 
 }  // namespace
