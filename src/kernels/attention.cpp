@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "kernels/attention.h"
+#include "kernels/ggml_exp-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace minfer {
@@ -147,28 +148,6 @@ struct WeighRows {
     }
 };
 
-// ggml's vectorized expf, which its softmax applies to whole vectors (the C library's expf takes
-// the rest): 2^n * p(b) with n = round(x / ln 2), b = x - n ln 2 (ln 2 in two parts) and p of
-// degree 5; within 2 ulp of exp. Computing the same bits as the reference costs a third of a
-// correctly rounded exponential through double. x <= 0 here; results below 2^-126 are flushed
-// to zero (ggml keeps some as subnormals; both round to an f16 zero).
-template <class D, class V = hn::Vec<D>>
-V GgmlExp(D df, V x) {
-    const hn::RebindToSigned<D> di;
-    const V shifter = hn::Set(df, 0x1.8p23f);
-    const V n = hn::Sub(hn::MulAdd(x, hn::Set(df, 0x1.715476p+0f), shifter), shifter);
-    const V b = hn::NegMulAdd(n, hn::Set(df, 0x1.7f7d1cp-20f),
-                              hn::NegMulAdd(n, hn::Set(df, 0x1.62e4p-1f), x));
-    const V u = hn::Mul(b, b);
-    const V p = hn::MulAdd(
-        hn::MulAdd(hn::MulAdd(hn::Set(df, 0x1.0e4020p-7f), b, hn::Set(df, 0x1.573e2ep-5f)), u,
-                   hn::MulAdd(hn::Set(df, 0x1.555e66p-3f), b, hn::Set(df, 0x1.fffdb6p-2f))),
-        u, hn::MulAdd(hn::Set(df, 0x1.ffffecp-1f), b, hn::Set(df, 1.0f)));
-    const auto normal = hn::Ge(n, hn::Set(df, -126.0f));
-    const auto exponent = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127)));
-    return hn::IfThenElseZero(normal, hn::Mul(p, hn::BitCast(df, exponent)));
-}
-
 // ggml's softmax works in vectors of 16 (its AVX-512 build), whatever our vector width.
 constexpr int64_t kSoftmaxChunk = 16;
 
@@ -195,7 +174,7 @@ void Softmax(float* s, int64_t n, bool round_to_f16) {
     for (i = 0; i + kSoftmaxChunk <= n; i += kSoftmaxChunk) {
         auto chunk_sum = hn::Zero(dc);
         for (int64_t k = i; k < i + kSoftmaxChunk; k += chunk_lanes) {
-            const auto e = GgmlExp(dc, hn::Sub(hn::LoadU(dc, s + k), vmax));
+            const auto e = kernels::HWY_NAMESPACE::GgmlExp(dc, hn::Sub(hn::LoadU(dc, s + k), vmax));
             hn::StoreU(e, dc, s + k);
             chunk_sum = hn::Add(chunk_sum, e);
         }

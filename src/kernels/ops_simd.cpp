@@ -1,6 +1,7 @@
-// The exp-heavy ops (silu, swiglu, softmax's exponentials) with Highway's vectorized exp (at most
-// 1 ulp from std::exp), compiled once per target. During prefill these run over every
-// feed-forward activation and attention score, so scalar exp would cost a third as much as the
+// The exp-heavy ops (silu, swiglu, softmax's exponentials), compiled once per target. silu and
+// swiglu compute as ggml does: its vectorized expf on whole vectors, the C library's on the rest;
+// the standalone softmax uses Highway's exp (at most 1 ulp from std::exp). During prefill these
+// run over every feed-forward activation, so scalar exp would cost a third as much as the
 // matmuls.
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "hwy/highway.h"
 // clang-format off: the per-target header must follow highway.h
 #include "hwy/contrib/math/math-inl.h"
+#include "kernels/ggml_exp-inl.h"
 // clang-format on
 
 HWY_BEFORE_NAMESPACE();
@@ -21,10 +23,10 @@ namespace minfer::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// x * 1 / (1 + exp(-x)); -x is capped at 88 (exp stays finite; the result is then ~0 anyway).
+// x / (1 + exp(-x)); -x is capped at 88 (exp stays finite; the result is then ~0 anyway).
 template <class D, class V>
 HWY_INLINE V Silu(D d, V x) {
-    const V e = hn::Exp(d, hn::Min(hn::Neg(x), hn::Set(d, 88.0f)));
+    const V e = GgmlExp(d, hn::Min(hn::Neg(x), hn::Set(d, 88.0f)));
     return hn::Div(x, hn::Add(hn::Set(d, 1.0f), e));
 }
 
