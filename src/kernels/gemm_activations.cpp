@@ -12,10 +12,6 @@
 namespace minfer::kernels {
 namespace {
 
-constexpr std::size_t align64(std::size_t n) {
-    return (n + 63) & ~std::size_t{63};
-}
-
 struct ActivationSizes {
     std::size_t q, per_sub, per_block, per_pair;
 };

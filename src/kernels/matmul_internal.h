@@ -10,6 +10,12 @@
 
 namespace minfer::kernels {
 
+// n rounded up to a whole number of 64-byte cache lines (the scratch regions of panels and
+// activation tiles start on one).
+constexpr std::size_t align64(std::size_t n) {
+    return (n + 63) & ~std::size_t{63};
+}
+
 // x after conversion to the activation type: n_tokens rows of row_bytes each.
 struct Activations {
     GgmlType type;  // Q8_0, Q8_1, Q8_K or F32 (F16/BF16 activations are kept as rounded f32)
