@@ -3,15 +3,12 @@
 #define HWY_TARGET_INCLUDE "kernels/attention.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
-// clang-format off: the per-target header must follow highway.h
-#include <hwy/contrib/math/math-inl.h>
-// clang-format on
 
 #include <algorithm>
 #include <cmath>
 
 #include "kernels/attention.h"
-#include "kernels/ggml_exp-inl.h"
+#include "kernels/ggml_exp-inl.h"  // per-target: after highway.h
 
 HWY_BEFORE_NAMESPACE();
 namespace minfer {

@@ -190,7 +190,7 @@ float DotNibblePairs(const Block* w, const Q8View& a, int64_t n_blocks, float* s
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i table = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(kvalues_iq4nl)));
-    // Four accumulators: with one, the multiply-add latency (4 cycles per pair) was the limit.
+    // Four accumulators, so that consecutive pairs do not wait on each other's multiply-add.
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                      _mm256_setzero_ps()};
     // Blocks b and b + 1 into acc[j]; `scale` holds their two scales, each in 4 lanes.
