@@ -90,7 +90,8 @@ class CpuBackend final : public Backend {
                     const auto now = std::chrono::steady_clock::now();
                     options_.trace(op,
                                    std::chrono::duration<double, std::micro>(now - last).count());
-                    last = now;
+                    // The clock restarts after the trace itself (printing takes microseconds).
+                    last = std::chrono::steady_clock::now();
                 }
             }
         });
