@@ -66,17 +66,20 @@ struct TestResult {
     }
 };
 
-// "qwen2 0.5B Q4_0", like llama-bench's model_type.
+// "qwen2 0.5B Q4_0", like llama-bench's model_type; below 50 M parameters the size is in M
+// ("llama 0.3M F32" rather than "0.0B").
 std::string model_type(const Model& model) {
-    const double billions = static_cast<double>(model.n_params()) / 1e9;
+    const double params = static_cast<double>(model.n_params());
+    const double billions = params / 1e9;
     std::string ftype;
     if (auto ft = model.metadata().get_int_optional("general.file_type")) {
         ftype = std::string(quant_mix_name(static_cast<QuantMix>(*ft)));
     }
     if (ftype.empty() || ftype == "?")
         ftype = std::string(type_name(model.weights().layers.front().ffn_down.type()));
-    return concat(model.hparams().architecture, " ", format_fixed(billions, billions < 10 ? 1 : 0),
-                  "B ", ftype);
+    const std::string size = params < 5e7 ? format_fixed(params / 1e6, 1) + "M"
+                                           : format_fixed(billions, billions < 10 ? 1 : 0) + "B";
+    return concat(model.hparams().architecture, " ", size, " ", ftype);
 }
 
 // Random token ids drawn from the vocabulary (what llama-bench feeds too).

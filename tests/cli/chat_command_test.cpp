@@ -168,6 +168,7 @@ TEST(BenchCommand, PrintsATableAndJson) {
           "n_gen", "avg_ts", "stddev_ts", "samples_ts"}) {
         EXPECT_TRUE(doc[0].contains(key)) << key;
     }
+    EXPECT_EQ(doc[0]["model_type"], "llama 3.4M Q4_0");  // small models in M, not "0.0B"
     EXPECT_EQ(doc[0]["n_prompt"], 8);
     EXPECT_EQ(doc[1]["n_gen"], 2);
     EXPECT_EQ(doc[0]["samples_ts"].size(), 2u);
