@@ -3,33 +3,25 @@
 
 #include <benchmark/benchmark.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "chat/chat_template.h"
+#include "core/file_io.h"
 
 namespace {
-
-std::string read_text(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 const std::string kTemplates = std::string(MINFER_SHARED_DIR) + "/fixtures/templates/";
 
 void parse_template(benchmark::State& state, const char* name) {
-    const std::string source = read_text(kTemplates + name);
+    const std::string source = minfer::read_file(kTemplates + name);
     if (source.empty()) return state.SkipWithError("fixture templates missing");
     for (auto _ : state) benchmark::DoNotOptimize(minfer::chat::ChatTemplate::parse(source));
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * source.size()));
 }
 
 void render_tools_case(benchmark::State& state, const char* name) {
-    const std::string source = read_text(kTemplates + name);
-    const std::string renders = read_text(kTemplates + "renders.json");
+    const std::string source = minfer::read_file(kTemplates + name);
+    const std::string renders = minfer::read_file(kTemplates + "renders.json");
     if (source.empty() || renders.empty()) return state.SkipWithError("fixture templates missing");
     const auto cases = nlohmann::ordered_json::parse(renders)["cases"];
     const auto tmpl = minfer::chat::ChatTemplate::parse(source);

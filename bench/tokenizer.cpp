@@ -8,11 +8,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/file_io.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "tokenizer/tokenizer.h"
@@ -22,13 +21,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::size_t kCorpusBytes = 4 * 1024 * 1024;
-
-std::string read_file(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 const std::string& english_corpus() {
     static const std::string corpus = [] {
@@ -47,7 +39,7 @@ const std::string& english_corpus() {
         std::string text;
         for (const fs::path& f : files) {
             if (text.size() >= kCorpusBytes) break;
-            text += read_file(f);
+            text += minfer::read_file(f);
         }
         text.resize(std::min(text.size(), kCorpusBytes));
         return text;

@@ -11,14 +11,13 @@
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <numbers>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/file_io.h"
 #include "core/half.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
@@ -136,10 +135,8 @@ int main(int argc, char** argv) {
         m.set(a + ".attention.layer_norm_rms_epsilon", GgufValue::of<float>(s.eps));
         copy_tokenizer(vocab, s.n_vocab, m);
         if (!template_path.empty()) {
-            std::ifstream in(template_path);
-            std::stringstream text;
-            text << in.rdbuf();
-            m.set("tokenizer.chat_template", GgufValue::string(text.str()));
+            m.set("tokenizer.chat_template",
+                  GgufValue::string(read_file(template_path, "template file")));
         }
 
         uint64_t tensor_seed = seed;

@@ -1,7 +1,6 @@
 #include "chat/chat_template.h"
 
-#include <fstream>
-#include <sstream>
+#include "core/file_io.h"
 
 namespace minfer::chat {
 
@@ -53,15 +52,7 @@ std::string ChatTemplate::render(const ChatInputs& in, const jinja::RenderLimits
 
 std::string template_source_for(const GgufMetadata& meta,
                                 const std::optional<std::filesystem::path>& override_file) {
-    if (override_file) {
-        std::ifstream in(*override_file, std::ios::binary);
-        if (!in) throw IoError(concat("cannot read template file '", override_file->string(), "'"));
-        std::ostringstream text;
-        text << in.rdbuf();
-        if (in.bad())
-            throw IoError(concat("error reading template file '", override_file->string(), "'"));
-        return text.str();
-    }
+    if (override_file) return read_file(*override_file, "template file");
     if (auto source = meta.get_string_optional("tokenizer.chat_template"))
         return std::string(*source);
     return std::string(kChatMlTemplate);

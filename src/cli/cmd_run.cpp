@@ -3,12 +3,10 @@
 // token ids and prints ids. Timings go to stderr at the end, or everything as one JSON document.
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "chat/chat_template.h"
 #include "cli/commands.h"
@@ -17,6 +15,7 @@
 #include "cli/model_loading.h"
 #include "cli/sampling_flags.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "runtime/chat_session.h"
 #include "runtime/generator.h"
 #include "tokenizer/tokenizer.h"
@@ -39,14 +38,6 @@ struct RunOptions {
     ContextFlags context;
     SamplingFlags sampling;
 };
-
-std::string read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IoError(concat(path, ": cannot read the prompt file"));
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 // The prompt's tokens: the text as one user message through the chat template, or raw.
 std::vector<int32_t> build_prompt(const RunOptions& o, const Model& model,
@@ -150,7 +141,8 @@ void add_run_command(CLI::App& app) {
         const std::vector<int32_t> input =
             ids_mode ? parse_token_list(o->tokens)
                      : build_prompt(*o, model, tokenizer,
-                                    file->count() ? read_text_file(o->prompt_file) : o->prompt);
+                                    file->count() ? read_file(o->prompt_file, "the prompt file")
+                                                  : o->prompt);
         if (o->dump_graph) {
             std::cout << ctx.graph_for(input, false).to_string();
             return;

@@ -2,14 +2,13 @@
 // `minfer detokenize MODEL 1,2,3`: the model's tokenizer on the command line.
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,15 +18,6 @@ namespace {
 Tokenizer load_tokenizer(const std::string& model) {
     const GgufFile file = GgufFile::open(resolve_model_path(model));
     return Tokenizer::from_gguf(file.metadata());
-}
-
-std::string read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IoError(concat("cannot open '", path, "' for reading"));
-    std::ostringstream s;
-    s << in.rdbuf();
-    if (in.bad()) throw IoError(concat("cannot read '", path, "'"));
-    return s.str();
 }
 
 // A piece with whitespace and control bytes escaped so that every byte shows: 'Hello\n' .
@@ -122,7 +112,8 @@ void add_tokenize_command(CLI::App& app) {
         if (text->count() == 0 && file->count() == 0) {
             throw UsageError("give the text to tokenize, or -f FILE");
         }
-        const std::string input = file->count() ? read_text_file(opts->file) : opts->text;
+        const std::string input =
+            file->count() ? read_file(opts->file, "the input file") : opts->text;
         const Tokenizer tok = load_tokenizer(opts->model);
         const std::vector<int32_t> ids =
             tok.tokenize(input, !opts->no_bos, !opts->no_parse_special);

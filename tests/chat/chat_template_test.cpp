@@ -5,21 +5,14 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "chat/chat_template.h"
 #include "common/fixtures.h"
+#include "core/file_io.h"
 #include "gguf/gguf_file.h"
 
 namespace minfer::chat {
 namespace {
-
-std::string read_text(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 GgufMetadata vocab_metadata() {
     GgufMetadata meta("test.gguf");
@@ -108,9 +101,9 @@ TEST(ChatTemplate, ErrorsSayChatTemplateAndWhere) {
 
 TEST(ChatTemplate, Qwen3EnableThinkingFromExtraContext) {
     MINFER_REQUIRE_FIXTURE(renders_path, "templates/renders.json");
-    const auto renders = nlohmann::ordered_json::parse(read_text(renders_path));
+    const auto renders = nlohmann::ordered_json::parse(read_file(renders_path));
     const auto t =
-        ChatTemplate::parse(read_text(renders_path.parent_path() / "Qwen-Qwen3-0.6B.jinja"));
+        ChatTemplate::parse(read_file(renders_path.parent_path() / "Qwen-Qwen3-0.6B.jinja"));
     ChatInputs in;
     in.messages = renders["cases"]["system_user"]["messages"];
     in.extra_context = {{"enable_thinking", false}};
@@ -136,7 +129,7 @@ class TemplateCommand : public ::testing::Test {
             if (test::in_ci()) FAIL() << "fixture missing in CI: " << renders_path_;
             GTEST_SKIP() << "fixture missing: " << renders_path_;
         }
-        renders_ = nlohmann::ordered_json::parse(read_text(renders_path_));
+        renders_ = nlohmann::ordered_json::parse(read_file(renders_path_));
     }
 
     // The case's messages and tools written to files, as command-line arguments.

@@ -4,22 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "chat/chat_template.h"
 #include "common/fixtures.h"
+#include "core/file_io.h"
 
 namespace minfer::chat {
 namespace {
-
-std::string read_text(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 // "2024-07-26T10:30:00" as a UTC time point.
 std::chrono::system_clock::time_point parse_clock(const std::string& text) {
@@ -31,14 +24,14 @@ std::chrono::system_clock::time_point parse_clock(const std::string& text) {
 
 TEST(FixtureRenders, EveryTemplateAndCaseMatchesJinja2) {
     MINFER_REQUIRE_FIXTURE(renders_path, "templates/renders.json");
-    const auto renders = nlohmann::ordered_json::parse(read_text(renders_path));
+    const auto renders = nlohmann::ordered_json::parse(read_file(renders_path));
     const auto& env = renders.at("environment");
     ASSERT_TRUE(env.at("trim_blocks").get<bool>());
     ASSERT_TRUE(env.at("lstrip_blocks").get<bool>());
 
     int pairs = 0, passed = 0;
     for (const auto& [name, cases] : renders.at("templates").items()) {
-        const std::string source = read_text(renders_path.parent_path() / name);
+        const std::string source = read_file(renders_path.parent_path() / name);
         ASSERT_FALSE(source.empty()) << name;
         const ChatTemplate tmpl = ChatTemplate::parse(source);
         for (const auto& [case_name, expected] : cases.items()) {
@@ -102,7 +95,7 @@ TEST(FixtureRenders, MoreConversationsMatchJinja2) {
     int passed = 0;
     for (const VariantCase& c : kVariants) {
         SCOPED_TRACE(std::string(c.template_name) + " " + c.messages);
-        const ChatTemplate tmpl = ChatTemplate::parse(read_text(templates / c.template_name));
+        const ChatTemplate tmpl = ChatTemplate::parse(read_file(templates / c.template_name));
         ChatInputs in;
         in.messages = nlohmann::ordered_json::parse(c.messages);
         in.bos_token = "<s>";

@@ -7,7 +7,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <random>
-#include <sstream>
+
+#include "core/file_io.h"
 
 namespace minfer::test {
 
@@ -38,13 +39,6 @@ std::string shell_quote(const std::string& s) {
             out += c;
     }
     return out + "'";
-}
-
-std::string read_file(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
 }
 
 }  // namespace

@@ -4,23 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
 
 #include "common/fixtures.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "model_compare.h"
 #include "quant/model_quantizer.h"
 #include "synthetic_model.h"
 
 namespace minfer {
 namespace {
-
-std::string read_all(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 void write_all(const std::filesystem::path& p, std::string_view bytes) {
     std::ofstream(p, std::ios::binary)
@@ -145,7 +138,7 @@ TEST(QuantizeModelFiles, SameBytesWithAnyThreadCount) {
     test::TempDir dir;
     quantize_model(input_path, dir / "one.gguf", QuantMix::Q4_K_M, {.threads = 1});
     quantize_model(input_path, dir / "three.gguf", QuantMix::Q4_K_M, {.threads = 3});
-    EXPECT_EQ(read_all(dir / "one.gguf"), read_all(dir / "three.gguf"));
+    EXPECT_EQ(read_file(dir / "one.gguf"), read_file(dir / "three.gguf"));
 }
 
 TEST(QuantizeModelFiles, RefusesToOverwriteItsInput) {
@@ -153,7 +146,7 @@ TEST(QuantizeModelFiles, RefusesToOverwriteItsInput) {
     const auto model = dir / "model.gguf";
     const std::vector<std::byte> bytes = test::build_synthetic_model({});
     write_all(model, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-    const std::string before = read_all(model);
+    const std::string before = read_file(model);
 
     EXPECT_THROW(quantize_model(model, model, QuantMix::Q4_0), UsageError);
     EXPECT_THROW(quantize_model(model, dir.path() / "." / "model.gguf", QuantMix::Q4_0),
@@ -169,7 +162,7 @@ TEST(QuantizeModelFiles, RefusesToOverwriteItsInput) {
     EXPECT_THROW(quantize_model(dir / "missing.gguf", dir / "x.gguf", QuantMix::Q4_0), Error);
     EXPECT_THROW(quantize_model(model, dir / "no-such-dir" / "x.gguf", QuantMix::Q4_0), IoError);
 
-    EXPECT_EQ(read_all(model), before);
+    EXPECT_EQ(read_file(model), before);
     EXPECT_EQ(other_files(dir.path(), {"model.gguf", "hard.gguf", "link.gguf", "sub"}),
               std::vector<std::string>{});
 }
@@ -190,7 +183,7 @@ TEST(QuantizeModelFiles, InterruptedRunLeavesOutputUntouched) {
     options.on_progress = [&](const QuantizeProgress& p) {
         if (p.tensor_index == 10) {
             EXPECT_TRUE(std::filesystem::exists(temporary));
-            EXPECT_EQ(read_all(out), "previous contents");
+            EXPECT_EQ(read_file(out), "previous contents");
             throw std::runtime_error("stop here");
         }
     };
@@ -198,7 +191,7 @@ TEST(QuantizeModelFiles, InterruptedRunLeavesOutputUntouched) {
     EXPECT_EQ(temporary.parent_path(), dir.path());
     EXPECT_TRUE(temporary.filename().string().starts_with("out.gguf.tmp-")) << temporary;
     EXPECT_FALSE(std::filesystem::exists(temporary));
-    EXPECT_EQ(read_all(out), "previous contents");
+    EXPECT_EQ(read_file(out), "previous contents");
     EXPECT_EQ(other_files(dir.path(), {"model.gguf", "out.gguf"}), std::vector<std::string>{});
 
     // Without the interruption the same call replaces OUT with a valid model.

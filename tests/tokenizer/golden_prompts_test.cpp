@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/fixtures.h"
+#include "core/file_io.h"
 #include "tokenizer/streaming_decoder.h"
 #include "tokenizer_test_util.h"
 
@@ -15,7 +16,7 @@ namespace {
 class GoldenFile : public ::testing::TestWithParam<std::string> {};
 
 nlohmann::json read_golden(const std::filesystem::path& path) {
-    return nlohmann::json::parse(read_binary_file(path));
+    return nlohmann::json::parse(read_file(path));
 }
 
 TEST_P(GoldenFile, PromptTokensReproduced) {

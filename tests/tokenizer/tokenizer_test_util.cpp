@@ -1,20 +1,12 @@
 #include "tokenizer_test_util.h"
 
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
+#include "core/file_io.h"
 #include "gguf/gguf_file.h"
 
 namespace minfer::test {
-
-std::string read_binary_file(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot open " + path.string());
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 Tokenizer load_tokenizer(const std::filesystem::path& gguf) {
     const GgufFile file = GgufFile::open(gguf);
@@ -22,7 +14,7 @@ Tokenizer load_tokenizer(const std::filesystem::path& gguf) {
 }
 
 std::vector<VocabCase> read_vocab_cases(const std::filesystem::path& gguf) {
-    const std::string inp = read_binary_file(gguf.string() + ".inp");
+    const std::string inp = read_file(gguf.string() + ".inp");
     const std::string sep = "\n__ggml_vocab_test__\n";
     std::vector<VocabCase> cases;
     for (std::size_t pos = 0; pos < inp.size();) {
@@ -31,7 +23,7 @@ std::vector<VocabCase> read_vocab_cases(const std::filesystem::path& gguf) {
         cases.push_back(VocabCase{inp.substr(pos, next - pos), {}});
         pos = next + sep.size();
     }
-    std::istringstream out(read_binary_file(gguf.string() + ".out"));
+    std::istringstream out(read_file(gguf.string() + ".out"));
     std::string line;
     for (VocabCase& c : cases) {
         if (!std::getline(out, line)) throw std::runtime_error("fewer .out lines than strings");

@@ -11,8 +11,6 @@
 
 namespace minfer::test {
 
-std::string read_binary_file(const std::filesystem::path& path);
-
 // Loads the tokenizer of a GGUF file.
 Tokenizer load_tokenizer(const std::filesystem::path& gguf);
 
