@@ -8,40 +8,13 @@ namespace {
 
 constexpr char32_t kReplacement = 0xFFFD;
 
-// Decodes one code point at text[i]; advances i. Rejects overlong forms and surrogates.
+// Decodes one code point at text[i]; advances i. An invalid byte (overlong forms and surrogates
+// included) gives U+FFFD and advances by one.
 char32_t decode_one(std::string_view text, std::size_t& i) {
-    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-    const unsigned char b0 = byte(i);
-    if (b0 < 0x80) {
-        ++i;
-        return b0;
-    }
-    int extra = 0;
     char32_t cp = 0;
-    char32_t min = 0;
-    if ((b0 & 0xE0) == 0xC0) {
-        extra = 1, cp = b0 & 0x1F, min = 0x80;
-    } else if ((b0 & 0xF0) == 0xE0) {
-        extra = 2, cp = b0 & 0x0F, min = 0x800;
-    } else if ((b0 & 0xF8) == 0xF0) {
-        extra = 3, cp = b0 & 0x07, min = 0x10000;
-    } else {
-        ++i;
-        return kReplacement;
-    }
-    for (int k = 1; k <= extra; ++k) {
-        if (i + k >= text.size() || (byte(i + k) & 0xC0) != 0x80) {
-            ++i;
-            return kReplacement;
-        }
-        cp = (cp << 6) | (byte(i + k) & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-        ++i;
-        return kReplacement;
-    }
-    i += extra + 1;
-    return cp;
+    const std::size_t length = decode_utf8(text, i, cp);
+    i += length == 0 ? 1 : length;
+    return length == 0 ? kReplacement : cp;
 }
 
 // Simple one-to-one case pairs: [first, last] upper range maps to lower by +delta.
@@ -121,7 +94,6 @@ std::vector<char32_t> decode(std::string_view text) {
     return out;
 }
 
-
 std::string encode(const std::vector<char32_t>& code_points) {
     std::string out;
     out.reserve(code_points.size());
@@ -137,7 +109,6 @@ std::size_t length(std::string_view text) {
     }
     return n;
 }
-
 
 bool is_space(char32_t cp) {
     return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||

@@ -31,9 +31,8 @@ std::string decode_byte_level(std::string_view text) {
     out.reserve(text.size());
     std::size_t pos = 0;
     while (pos < text.size()) {
-        uint32_t cp = 0;
         std::size_t len = 1;
-        if (!unicode::decode(text, pos, cp, len)) cp = unicode::kReplacementChar;
+        const uint32_t cp = unicode::decode_or_replacement(text, pos, len);
         pos += len;
         const int byte = byte_encoding::byte_of(cp);
         if (byte >= 0) {

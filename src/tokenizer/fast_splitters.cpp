@@ -18,9 +18,8 @@ class PieceReader {
             length = 1;
             return b;
         }
-        uint32_t cp = 0;
         std::size_t len = 1;
-        if (!unicode::decode(text_, pos, cp, len)) cp = unicode::kReplacementChar;
+        const uint32_t cp = unicode::decode_or_replacement(text_, pos, len);
         length = static_cast<uint32_t>(len);
         return cp;
     }

@@ -79,7 +79,6 @@ bool decode(std::string_view text, std::size_t pos, uint32_t& cp, std::size_t& l
     return false;
 }
 
-
 namespace {
 std::size_t encoded_length(uint32_t cp) {
     return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
@@ -106,14 +105,11 @@ std::string canonicalize(std::string_view text) {
     out.reserve(text.size() + 16);
     std::size_t pos = 0;
     while (pos < text.size()) {
-        uint32_t cp = 0;
         std::size_t len = 0;
-        if (!decode(text, pos, cp, len)) cp = kReplacementChar;
-        append_utf8(out, cp);
+        append_utf8(out, decode_or_replacement(text, pos, len));
         pos += len;
     }
     return out;
 }
-
 
 }  // namespace minfer::unicode

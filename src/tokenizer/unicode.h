@@ -55,6 +55,11 @@ inline std::size_t sequence_length(unsigned char lead) {
 // Decodes one code point at `pos` leniently (overlong forms and surrogates are accepted, as by
 // llama.cpp). Returns false for an invalid sequence or one beyond U+10FFFF; `length` is then 1.
 bool decode(std::string_view text, std::size_t pos, uint32_t& cp, std::size_t& length);
+// decode()'s code point, or U+FFFD for an invalid sequence (length 1).
+inline uint32_t decode_or_replacement(std::string_view text, std::size_t pos, std::size_t& length) {
+    uint32_t cp = 0;
+    return decode(text, pos, cp, length) ? cp : kReplacementChar;
+}
 
 using minfer::append_utf8;  // core/utf8.h
 

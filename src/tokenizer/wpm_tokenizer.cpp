@@ -22,9 +22,8 @@ std::vector<std::string> wpm_words(std::string_view text) {
     std::vector<std::string> words(1);
     std::size_t pos = 0;
     while (pos < text.size()) {
-        uint32_t cp = 0;
         std::size_t len = 1;
-        if (!unicode::decode(text, pos, cp, len)) cp = unicode::kReplacementChar;
+        uint32_t cp = unicode::decode_or_replacement(text, pos, len);
         pos += len;
         cp = unicode::nfd_base(cp);
         const uint8_t f = unicode::flags(cp);
