@@ -16,9 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_output_file.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/half.h"
+#include "core/terminal_text.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 
@@ -115,6 +117,8 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
 
     try {
+        // A directory, device or FIFO as OUT is refused before the tokenizer is read.
+        resolve_output_target(out_path);
         const Shape& s = kShapes.at(shape_name);
         const GgufFile vocab = GgufFile::open(vocab_path);
         GgufWriter w;
@@ -179,11 +183,13 @@ int main(int argc, char** argv) {
             matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
             matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
         }
-        w.write_file(out_path);
+        AtomicOutputFile out(out_path);  // OUT keeps its old contents if writing fails
+        w.write(out.stream());
+        out.commit();
         std::printf("wrote %s: %s, %zu tensors\n", out_path.c_str(), shape_name.c_str(),
                     w.tensor_count());
     } catch (const Error& e) {
-        std::fprintf(stderr, "make_model: error: %s\n", e.what());
+        std::fprintf(stderr, "make_model: error: %s\n", escape_for_terminal(e.what()).c_str());
         return 1;
     }
     return 0;

@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/context_flags.h"
 #include "cli/format.h"
+#include "core/cpu_set.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "gguf/gguf_file.h"
@@ -155,6 +156,14 @@ void add_bench_command(CLI::App& app) {
         o->n_gen = parse_int_list((*lists)[1], "--n-gen", 0);
         o->threads = (*lists)[2].empty() ? std::vector<int>{default_thread_count()}
                                          : parse_int_list((*lists)[2], "--threads", 1);
+        const int n_cpus = usable_cpu_count();
+        for (int threads : o->threads) {
+            if (threads > n_cpus) {
+                throw UsageError(
+                    concat("bench -t ", threads, ": ", cpus_available_text(n_cpus),
+                           "; measuring more threads than CPUs measures the scheduler"));
+            }
+        }
 
         const auto path = resolve_model_path(o->model);
         auto model = Model::load(path);

@@ -16,9 +16,11 @@
 #include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "cli/context_flags.h"
+#include "cli/exit_codes.h"
 #include "cli/interrupt.h"
 #include "cli/model_loading.h"
 #include "cli/sampling_flags.h"
+#include "cli/standard_output.h"
 #include "core/error.h"
 #include "runtime/chat_session.h"
 #include "tokenizer/tokenizer.h"
@@ -82,8 +84,7 @@ void add_chat_command(CLI::App& app) {
         ->required();
     cmd->add_option("--system", o->system, "System message");
     cmd->add_option("--template", o->template_file,
-                    "Use this Jinja chat template instead of the model's")
-        ->check(CLI::ExistingFile);
+                    "Use this Jinja chat template instead of the model's");
     cmd->add_option("-n,--n-predict", o->n_predict,
                     "Tokens per answer at most (-1: until the answer ends)")
         ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
@@ -125,16 +126,15 @@ void add_chat_command(CLI::App& app) {
             if (line->empty()) continue;
             InterruptGuard::clear();
             try {
-                const GenerationResult r = session.reply(
-                    *line, sampler, options,
-                    [](std::string_view text) {
-                        std::fwrite(text.data(), 1, text.size(), stdout);
-                        std::fflush(stdout);
-                    },
-                    &InterruptGuard::flag());
-                std::printf("\n");
-                std::fflush(stdout);
+                const GenerationResult r =
+                    session.reply(*line, sampler, options, write_streamed, &InterruptGuard::flag());
+                write_streamed("\n");
                 if (r.stop == StopReason::ContextFull) {
+                    // From a script, an answer cut by the context is a failure, as in `run`.
+                    if (!reader.interactive()) {
+                        throw LimitError(concat("the context of ", ctx.n_ctx(),
+                                                " tokens is full (raise --ctx)"));
+                    }
                     std::fprintf(stderr,
                                  "minfer: the context of %lld tokens is full; /clear starts over\n",
                                  static_cast<long long>(ctx.n_ctx()));
@@ -149,11 +149,15 @@ void add_chat_command(CLI::App& app) {
                                  static_cast<long long>(r.tokens.size()),
                                  r.stats.generation_tokens_per_second(), stop_reason_name(r.stop));
                 }
-            } catch (const UsageError& e) {
-                // A conversation that no longer fits: say so and keep the session usable.
-                std::fprintf(stderr, "minfer: %s\n", e.what());
+                // Ctrl-C stops an answer on a terminal; a scripted conversation ends with it.
+                if (r.stop == StopReason::Interrupted && !reader.interactive())
+                    throw InterruptedByUser{};
+            } catch (const LimitError& e) {
+                // On a terminal, a conversation that no longer fits is said and the session
+                // stays usable (/clear); from a script it fails the command.
+                if (!reader.interactive()) throw;
+                std::fprintf(stderr, "minfer: %s; /clear starts over\n", e.what());
             }
-            std::fflush(stdout);
         }
     });
 }

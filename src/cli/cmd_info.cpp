@@ -1,13 +1,18 @@
-// `minfer info MODEL`: what a GGUF file holds, without reading its tensor data.
+// `minfer info MODEL`: what a GGUF file holds, without reading its tensor data. Every string from
+// the file (keys, values, tensor names) is printed through escape_for_terminal in the text output
+// (JSON escapes them itself, replacing invalid UTF-8 with U+FFFD): a metadata value can hold an
+// escape sequence or a newline.
 
 #include <cstdio>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "core/terminal_text.h"
 #include "gguf/gguf_file.h"
 
 namespace minfer::cli {
@@ -60,22 +65,34 @@ void print_text(const GgufFile& file, bool full) {
                 static_cast<unsigned long long>(first.data_offset));
 
     std::printf("\nMetadata:\n");
+    std::vector<std::string> keys;
     std::size_t key_width = 0;
-    for (const auto& e : first.metadata.entries()) key_width = std::max(key_width, e.key.size());
     for (const auto& e : first.metadata.entries()) {
-        const std::string value = e.value.to_display_string(full ? 0 : kShortArrayItems);
-        std::printf("  %-*s  %-16s %s\n", static_cast<int>(key_width), e.key.c_str(),
-                    value_type_name(e.value).c_str(), value.c_str());
+        keys.push_back(escape_for_terminal(e.key));
+        key_width = std::max(key_width, keys.back().size());
+    }
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        const GgufValue& value = first.metadata.entries()[i].value;
+        // Strings come back quoted with C0 controls escaped; C1 controls and invalid UTF-8 are not.
+        const std::string shown =
+            escape_for_terminal(value.to_display_string(full ? 0 : kShortArrayItems));
+        std::printf("  %-*s  %-16s %s\n", static_cast<int>(key_width), keys[i].c_str(),
+                    value_type_name(value).c_str(), shown.c_str());
     }
 
     std::printf("\nTensors:\n");
+    std::vector<std::string> names;
     std::size_t name_width = 4;
-    for (const TensorInfo* t : file.tensors()) name_width = std::max(name_width, t->name.size());
+    for (const TensorInfo* t : file.tensors()) {
+        names.push_back(escape_for_terminal(t->name));
+        name_width = std::max(name_width, names.back().size());
+    }
     std::printf("  %-*s  %-8s %-22s %14s %14s\n", static_cast<int>(name_width), "name", "type",
                 "shape", "bytes", "offset");
-    for (const TensorInfo* t : file.tensors()) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const TensorInfo* t = file.tensors()[i];
         std::printf("  %-*s  %-8s %-22s %14llu %14llu\n", static_cast<int>(name_width),
-                    t->name.c_str(), std::string(type_name(t->type)).c_str(),
+                    names[i].c_str(), std::string(type_name(t->type)).c_str(),
                     t->shape_string().c_str(), static_cast<unsigned long long>(t->n_bytes),
                     static_cast<unsigned long long>(t->offset));
     }
@@ -83,8 +100,9 @@ void print_text(const GgufFile& file, bool full) {
     const Summary s = summarize(file);
     std::printf("\nSummary:\n");
     std::printf("  architecture:   %s\n",
-                s.architecture.empty() ? "(none)" : s.architecture.c_str());
-    std::printf("  name:           %s\n", s.name.empty() ? "(none)" : s.name.c_str());
+                s.architecture.empty() ? "(none)" : escape_for_terminal(s.architecture).c_str());
+    std::printf("  name:           %s\n",
+                s.name.empty() ? "(none)" : escape_for_terminal(s.name).c_str());
     std::printf("  parameters:     %s (%llu)\n", format_count(s.n_params).c_str(),
                 static_cast<unsigned long long>(s.n_params));
     std::printf("  tensor bytes:   %llu (%s)\n", static_cast<unsigned long long>(s.tensor_bytes),

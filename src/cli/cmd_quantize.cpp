@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "cli/progress_bar.h"
+#include "core/cpu_set.h"
 #include "core/error.h"
 #include "quant/model_quantizer.h"
 
@@ -71,7 +72,7 @@ void add_quantize_command(CLI::App& app) {
         std::string input;
         std::string output;
         std::string type;
-        int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        int threads = 0;  // 0: every usable CPU
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand(
@@ -80,8 +81,8 @@ void add_quantize_command(CLI::App& app) {
         ->required();
     cmd->add_option("output", opts->output, "GGUF file to write (never the input)")->required();
     cmd->add_option("type", opts->type, "Quantization: " + mix_names())->required();
-    cmd->add_option("--threads,-t", opts->threads, "Worker threads (default: all cores)")
-        ->check(CLI::Range(1, 1024));
+    cmd->add_option("--threads,-t", opts->threads, "Worker threads (default: every usable CPU)")
+        ->check(CLI::Range(0, 1024));
     cmd->callback([opts] {
         const auto mix = quant_mix_from_name(opts->type);
         if (!mix) {
@@ -90,7 +91,7 @@ void add_quantize_command(CLI::App& app) {
         }
         ProgressBar bar;  // "[#####-----]  45%  4/39  blk.3.ffn_up.weight" on a terminal
         ModelQuantizeOptions options;
-        options.threads = opts->threads;
+        options.threads = clamp_thread_count(opts->threads, "-t");
         if (bar.enabled()) {
             options.on_progress = [&bar](const QuantizeProgress& p) {
                 const double done = p.values_total == 0 ? 1.0 : static_cast<double>(p.values_done) / p.values_total;

@@ -11,11 +11,15 @@
 #include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "cli/context_flags.h"
+#include "cli/exit_codes.h"
 #include "cli/interrupt.h"
 #include "cli/model_loading.h"
 #include "cli/sampling_flags.h"
+#include "cli/standard_output.h"
+#include "cli/token_list.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/log.h"
 #include "runtime/chat_session.h"
 #include "runtime/generator.h"
 #include "tokenizer/tokenizer.h"
@@ -44,6 +48,9 @@ std::vector<int32_t> build_prompt(const RunOptions& o, const Model& model,
                                   const Tokenizer& tokenizer, const std::string& text) {
     const bool has_template =
         !o.template_file.empty() || model.metadata().contains("tokenizer.chat_template");
+    if (!has_template && !o.system.empty()) {
+        log_warning("--system is ignored: the model has no chat template (give one with --template)");
+    }
     if (o.raw || !has_template) {
         std::vector<int32_t> tokens =
             tokenizer.tokenize(text, /*add_special=*/true, /*parse_special=*/true);
@@ -105,8 +112,7 @@ void add_run_command(CLI::App& app) {
     cmd->add_option("model", o->model, "GGUF file, first part of a split model, or a directory")
         ->required();
     auto* prompt = cmd->add_option("-p,--prompt", o->prompt, "The prompt");
-    auto* file = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")
-                     ->check(CLI::ExistingFile);
+    auto* file = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
     auto* tokens =
         cmd->add_option("--tokens", o->tokens, "Prompt as token ids (1,2,3); prints token ids");
     prompt->excludes(file)->excludes(tokens);
@@ -116,33 +122,38 @@ void add_run_command(CLI::App& app) {
         ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
         ->capture_default_str();
     cmd->add_option("--stop", o->stop, "Stop before this text (repeatable)");
-    cmd->add_option("--system", o->system, "System message (with the chat template)");
-    cmd->add_flag("--raw", o->raw, "Feed the prompt as is, without the chat template");
-    cmd->add_option("--template", o->template_file,
-                    "Use this Jinja chat template instead of the model's")
-        ->check(CLI::ExistingFile);
-    cmd->add_flag("--json", o->json,
-                  "Print one JSON result (text, tokens, timings, stop reason) instead");
-    cmd->add_flag("--dump-graph", o->dump_graph, "Print the forward pass's operations and exit");
+    auto* system = cmd->add_option("--system", o->system, "System message (with the chat template)");
+    auto* raw = cmd->add_flag("--raw", o->raw, "Feed the prompt as is, without the chat template");
+    auto* template_file = cmd->add_option("--template", o->template_file,
+                                          "Use this Jinja chat template instead of the model's");
+    // Token ids and --raw skip the chat template: options of the template would do nothing.
+    system->excludes(raw)->excludes(tokens);
+    template_file->excludes(raw)->excludes(tokens);
+    auto* json = cmd->add_flag(
+        "--json", o->json, "Print one JSON result (text, tokens, timings, stop reason) instead");
+    cmd->add_flag("--dump-graph", o->dump_graph, "Print the forward pass's operations and exit")
+        ->excludes(json);
     add_context_flags(cmd, o->context);
     add_sampling_flags(cmd, o->sampling);
     cmd->callback([o, prompt, file, tokens] {
         if (!prompt->count() && !file->count() && !tokens->count()) {
             throw UsageError("give a prompt: -p TEXT, -f FILE or --tokens 1,2,3");
         }
+        // Everything the command line says is checked before the model is loaded.
         const SamplingParams sampling = to_sampling_params(o->sampling);
+        const bool ids_mode = tokens->count() > 0;
+        const std::vector<int32_t> ids =
+            ids_mode ? parse_token_list(o->tokens, "--tokens") : std::vector<int32_t>{};
+        const std::string text =
+            file->count() ? read_file(o->prompt_file, "the prompt file") : o->prompt;
+
         const LoadedModel loaded = load_model_for_cli(o->model, /*quiet=*/o->json);
         const Model& model = *loaded.model;
+        if (ids_mode) check_token_ids(ids, model.hparams().n_vocab, "--tokens");
         InferenceContext ctx(loaded.model, to_context_options(o->context));
         Sampler sampler(sampling, static_cast<int32_t>(model.hparams().n_vocab));
-
-        const bool ids_mode = tokens->count() > 0;
         const Tokenizer tokenizer = Tokenizer::from_gguf(model.metadata());
-        const std::vector<int32_t> input =
-            ids_mode ? parse_token_list(o->tokens)
-                     : build_prompt(*o, model, tokenizer,
-                                    file->count() ? read_file(o->prompt_file, "the prompt file")
-                                                  : o->prompt);
+        const std::vector<int32_t> input = ids_mode ? ids : build_prompt(*o, model, tokenizer, text);
         if (o->dump_graph) {
             std::cout << ctx.graph_for(input, false).to_string();
             return;
@@ -155,10 +166,8 @@ void add_run_command(CLI::App& app) {
         const bool stream_text = !o->json && !ids_mode;
         const GenerationResult r = generate(
             ctx, tokenizer, sampler, input, options,
-            [&](std::string_view text) {
-                if (!stream_text) return;
-                std::fwrite(text.data(), 1, text.size(), stdout);
-                std::fflush(stdout);
+            [&](std::string_view piece) {
+                if (stream_text) write_streamed(piece);
             },
             &InterruptGuard::flag());
 
@@ -180,6 +189,7 @@ void add_run_command(CLI::App& app) {
                   {"predicted_per_second", s.generation_tokens_per_second()}}}};
             std::cout << doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
                       << "\n";
+            if (r.stop == StopReason::Interrupted) throw InterruptedByUser{};
             return;
         }
         if (ids_mode) {
@@ -190,6 +200,7 @@ void add_run_command(CLI::App& app) {
             std::printf("\n");
         }
         print_timings(loaded, r, ctx.n_ctx());
+        if (r.stop == StopReason::Interrupted) throw InterruptedByUser{};
     });
 }
 

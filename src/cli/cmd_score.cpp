@@ -64,12 +64,14 @@ void add_score_command(CLI::App& app) {
     cmd->add_option("--top", o->top, "How many of the best next tokens to show per position")
         ->check(CLI::Range(1, 1000))
         ->capture_default_str();
-    cmd->add_flag("--json", o->json,
-                  "Print one JSON document like ../shared/fixtures/golden/*.json");
+    auto* json = cmd->add_flag("--json", o->json,
+                               "Print one JSON document like ../shared/fixtures/golden/*.json");
     cmd->add_flag("--dump-graph", o->dump_graph,
-                  "Print the forward pass's operations without running it");
+                  "Print the forward pass's operations without running it")
+        ->excludes(json);
     add_context_flags(cmd, o->context);
     cmd->callback([o] {
+        check_prompt_flags(o->prompt);
         auto model = Model::load(resolve_model_path(o->model));
         const std::vector<int32_t> tokens = prompt_tokens(*model, o->prompt);
         InferenceContext ctx(model, to_context_options(o->context));

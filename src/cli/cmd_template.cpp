@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 #include <iomanip>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +12,7 @@
 
 #include "chat/chat_template.h"
 #include "cli/commands.h"
+#include "core/file_io.h"
 #include "gguf/gguf_file.h"
 
 namespace minfer::cli {
@@ -29,10 +29,9 @@ struct TemplateOptions {
 };
 
 nlohmann::ordered_json read_json_file(const std::string& path, const char* what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw IoError(concat("cannot read ", what, " file '", path, "'"));
+    const std::string text = read_file(path, concat("the ", what, " file"));
     try {
-        return nlohmann::ordered_json::parse(in);
+        return nlohmann::ordered_json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         throw FormatError(concat(what, " file '", path, "' is not valid JSON: ", e.what()));
     }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/token_list.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "gguf/gguf_file.h"
@@ -52,36 +53,6 @@ std::string escape_piece(std::string_view piece) {
         }
     }
     return out + "'";
-}
-
-std::vector<int32_t> parse_ids(const std::string& list) {
-    std::vector<int32_t> ids;
-    std::string token;
-    const auto flush = [&] {
-        if (token.empty()) return;
-        std::size_t used = 0;
-        long long value = 0;
-        try {
-            value = std::stoll(token, &used);
-        } catch (const std::exception&) {
-            used = 0;
-        }
-        if (used != token.size() || value < INT32_MIN || value > INT32_MAX) {
-            throw UsageError(
-                concat("'", token, "' is not a token id (expected integers like 1,2,3)"));
-        }
-        ids.push_back(static_cast<int32_t>(value));
-        token.clear();
-    };
-    for (char c : list) {
-        if (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '[' || c == ']') {
-            flush();
-        } else {
-            token += c;
-        }
-    }
-    flush();
-    return ids;
 }
 
 }  // namespace
@@ -147,9 +118,10 @@ void add_detokenize_command(CLI::App& app) {
                   "Leave out control tokens such as <s> instead of showing their text");
     cmd->callback([opts] {
         std::string joined;
-        for (const std::string& part : opts->ids) joined += part + ",";
-        const std::vector<int32_t> ids = parse_ids(joined);
+        for (const std::string& part : opts->ids) joined += part + " ";
+        const std::vector<int32_t> ids = parse_token_list(joined, "ids");
         const Tokenizer tok = load_tokenizer(opts->model);
+        check_token_ids(ids, tok.n_vocab(), "ids");
         std::cout << tok.detokenize(ids, !opts->hide_special) << "\n";
     });
 }

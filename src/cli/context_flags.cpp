@@ -1,21 +1,20 @@
 #include "cli/context_flags.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <sstream>
 
+#include "core/cpu_set.h"
 #include "core/error.h"
 #include "model/kv_cache.h"
 
 namespace minfer::cli {
 
 void add_context_flags(CLI::App* cmd, ContextFlags& f) {
-    cmd->add_option("-t,--threads", f.threads, "Threads to use (default: every core)")
-        ->check(CLI::Range(0, 1024));
+    cmd->add_option("-t,--threads", f.threads,
+                    "Threads to use (default and maximum: the CPUs this process may use)")
+        ->check(CLI::Range(0, kMaxThreads));
     cmd->add_option("-c,--ctx", f.ctx, "Context length in tokens (default: min(4096, the model's))")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
     cmd->add_option("-b,--batch", f.batch, "Micro-batch size for prompt processing")
@@ -54,7 +53,8 @@ class Tracer {
 
 ContextOptions to_context_options(const ContextFlags& f) {
     ContextOptions o;
-    o.n_threads = f.threads;
+    // Clamped here, where the flag's name is known, so the warning names it; 0 stays "all".
+    o.n_threads = f.threads == 0 ? 0 : clamp_thread_count(f.threads, "-t");
     o.n_ctx = f.ctx;
     o.n_batch = f.batch;
     o.kv_type = parse_kv_cache_type(f.cache_type);
@@ -66,26 +66,6 @@ ContextOptions to_context_options(const ContextFlags& f) {
         o.trace = [tracer](const Op& op, double micros) { (*tracer)(op, micros); };
     }
     return o;
-}
-
-std::vector<int32_t> parse_token_list(const std::string& text) {
-    std::vector<int32_t> ids;
-    std::istringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) {
-        const auto first = item.find_first_not_of(' ');
-        const auto last = item.find_last_not_of(' ');
-        item = first == std::string::npos ? "" : item.substr(first, last - first + 1);
-        char* rest = nullptr;
-        errno = 0;
-        const long long v = item.empty() ? -1 : std::strtoll(item.c_str(), &rest, 10);
-        if (item.empty() || *rest != '\0' || errno != 0 || v < 0 || v > INT32_MAX) {
-            throw UsageError(concat("token list '", text, "': '", item, "' is not a token id"));
-        }
-        ids.push_back(static_cast<int32_t>(v));
-    }
-    if (ids.empty()) throw UsageError("the token list is empty");
-    return ids;
 }
 
 }  // namespace minfer::cli

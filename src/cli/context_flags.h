@@ -23,7 +23,4 @@ struct ContextFlags {
 void add_context_flags(CLI::App* cmd, ContextFlags& flags);
 ContextOptions to_context_options(const ContextFlags& flags);
 
-// "1,2,3" -> {1, 2, 3}; throws UsageError naming the bad item.
-std::vector<int32_t> parse_token_list(const std::string& text);
-
 }  // namespace minfer::cli

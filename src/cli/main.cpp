@@ -7,14 +7,40 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/standard_output.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/terminal_text.h"
 
 namespace {
 
+namespace cli = minfer::cli;
+
+// Messages quote file names, metadata and user text: control characters and invalid UTF-8 are
+// escaped so that one error stays one line and nothing reaches the terminal as a command.
+std::string terminal_safe(std::string_view text) {
+    return minfer::escape_for_terminal(text);
+}
+
 void print_to_stderr(minfer::LogLevel level, std::string_view message) {
     const char* prefix = level == minfer::LogLevel::Warning ? "minfer: warning: " : "";
-    std::fprintf(stderr, "%s%.*s\n", prefix, static_cast<int>(message.size()), message.data());
+    std::fprintf(stderr, "%s%s\n", prefix, terminal_safe(message).c_str());
+}
+
+void print_error(std::string_view message) {
+    std::fprintf(stderr, "minfer: error: %s\n", terminal_safe(message).c_str());
+}
+
+// An interrupted command still printed something: a failed write outranks the interruption.
+int report_output_errors_then(int status) {
+    try {
+        cli::finish_standard_output();
+    } catch (const minfer::Error& e) {
+        print_error(e.what());
+        return cli::kExitRuntimeError;
+    }
+    return status;
 }
 
 }  // namespace
@@ -66,18 +92,32 @@ int main(int argc, char** argv) {
 
     try {
         app.parse(argc, argv);
-        if (app.get_subcommands().empty()) {
-            std::cout << app.help();
-            return 0;
-        }
-    } catch (const CLI::ParseError& e) {
+        if (app.get_subcommands().empty()) std::cout << app.help();
+        cli::finish_standard_output();
+        return cli::kExitSuccess;
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);  // --help: the help text, status 0
+    } catch (const CLI::CallForAllHelp& e) {
         return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        // CLI11 has its own codes (104-114) per kind of mistake; scripts need one.
+        app.exit(e);
+        return cli::kExitUsageError;
+    } catch (const cli::InterruptedByUser&) {
+        return report_output_errors_then(cli::kExitInterrupted);
+    } catch (const minfer::UsageError& e) {
+        print_error(e.what());
+        return cli::kExitUsageError;
     } catch (const minfer::Error& e) {
-        std::fprintf(stderr, "minfer: error: %s\n", e.what());
-        return 1;
+        print_error(e.what());
+        return cli::kExitRuntimeError;
+    } catch (const std::bad_alloc&) {
+        print_error("out of memory");
+        return cli::kExitRuntimeError;
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "minfer: internal error: %s\n", e.what());
-        return 2;
+        std::fprintf(stderr, "minfer: internal error: %s\n", terminal_safe(e.what()).c_str());
+        return cli::kExitRuntimeError;
     }
-    return 0;
 }

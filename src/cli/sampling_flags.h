@@ -12,7 +12,8 @@ namespace minfer::cli {
 struct SamplingFlags {
     SamplingParams params;
     std::vector<std::string> logit_bias;  // "ID+BIAS", "ID-BIAS", "ID=BIAS", "ID-inf"
-    int64_t seed = -1;                    // -1: random
+    std::string seed = "-1";              // -1: random; else 0 .. 2^64-1
+    std::vector<const CLI::Option*> draw_options;  // meaningless with --temp 0
 };
 
 void add_sampling_flags(CLI::App* cmd, SamplingFlags& flags);

@@ -33,6 +33,13 @@ class UsageError : public Error {
     using Error::Error;
 };
 
+// A valid request that exceeds a limit of this run: a prompt longer than the context, a KV cache
+// larger than the memory the process may use, a full KV block pool.
+class LimitError : public Error {
+  public:
+    using Error::Error;
+};
+
 // An operating-system failure: open, mmap, write, rename.
 class IoError : public Error {
   public:

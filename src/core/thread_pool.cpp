@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "core/cpu_set.h"
 #include "core/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -27,26 +28,6 @@ int64_t now_micros() {
     return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
-// The CPUs the calling thread may run on, in order.
-std::vector<int> thread_cpus() {
-    std::vector<int> cpus;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-            if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-        }
-    }
-    return cpus;
-}
-
-// The CPUs to pin to: those the process could use when it first made a pinned pool (a pool pins
-// its caller, so a second pool made while the first lives would otherwise see one CPU).
-const std::vector<int>& process_cpus() {
-    static const std::vector<int> cpus = thread_cpus();
-    return cpus;
-}
-
 // Pinning is a hint: a failure (restricted container) leaves the thread unpinned.
 void set_thread_cpus(pthread_t thread, const std::vector<int>& cpus) {
     cpu_set_t set;
@@ -55,17 +36,18 @@ void set_thread_cpus(pthread_t thread, const std::vector<int>& cpus) {
     pthread_setaffinity_np(thread, sizeof(set), &set);
 }
 
-// Waits until `done()` holds: spins, then yields, then (if `sleep` is given) sleeps.
+// Waits until `done()` holds: spins for spin_micros, then yields until yield_micros, then calls
+// `sleep()`, which blocks and returns whether done() holds.
 template <class Done, class Sleep>
-void wait_until(Done done, Sleep sleep) {
+void wait_until(Done done, int64_t spin_micros, int64_t yield_micros, Sleep sleep) {
     const int64_t start = now_micros();
     for (uint32_t i = 1;; ++i) {
         if (done()) return;
         cpu_relax();
         if ((i & 63) != 0) continue;
         const int64_t waited = now_micros() - start;
-        if (waited < ThreadPool::kSpinMicros) continue;
-        if (waited < ThreadPool::kYieldMicros) {
+        if (waited < spin_micros) continue;
+        if (waited < yield_micros) {
             std::this_thread::yield();
         } else if (sleep()) {
             return;
@@ -76,23 +58,26 @@ void wait_until(Done done, Sleep sleep) {
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads, bool pin_threads) : n_threads_(n_threads) {
-    if (n_threads < 1 || n_threads > 1024) {
-        throw UsageError(concat("thread count must be between 1 and 1024, got ", n_threads));
+    if (n_threads < 1 || n_threads > kMaxThreads) {
+        throw UsageError(
+            concat("thread count must be between 1 and ", kMaxThreads, ", got ", n_threads));
     }
     workers_.reserve(static_cast<size_t>(n_threads - 1));
     for (int i = 1; i < n_threads; ++i) {
         workers_.emplace_back([this, i] { worker_loop(i); });
     }
+    // Workers inherit the caller's affinity, which another pinned pool may have narrowed to one
+    // CPU; they get the caller's usable CPUs instead.
+    const std::vector<int> cpus = usable_cpus();
+    if (cpus.empty()) return;
     if (pin_threads) {
-        caller_cpus_ = thread_cpus();
-        const std::vector<int>& cpus = process_cpus();
-        if (!cpus.empty()) {
-            set_thread_cpus(pthread_self(), {cpus[0]});
-            for (int i = 1; i < n_threads; ++i) {
-                set_thread_cpus(workers_[static_cast<size_t>(i - 1)].native_handle(),
-                                {cpus[static_cast<size_t>(i) % cpus.size()]});
-            }
+        for (int i = 1; i < n_threads; ++i) {
+            set_thread_cpus(workers_[static_cast<size_t>(i - 1)].native_handle(),
+                            {cpus[static_cast<size_t>(i) % cpus.size()]});
         }
+        caller_pin_.emplace(cpus[0]);
+    } else if (cpus != thread_cpus()) {
+        for (std::thread& worker : workers_) set_thread_cpus(worker.native_handle(), cpus);
     }
 }
 
@@ -101,7 +86,6 @@ ThreadPool::~ThreadPool() {
     generation_.fetch_add(1, std::memory_order_seq_cst);
     generation_.notify_all();
     for (std::thread& worker : workers_) worker.join();
-    if (!caller_cpus_.empty()) set_thread_cpus(pthread_self(), caller_cpus_);
 }
 
 void ThreadPool::record_exception() {
@@ -128,11 +112,18 @@ void ThreadPool::run(const Task& fn) {
         record_exception();
     }
     if (n_threads_ > 1) {
-        // Workers finish within microseconds of us; never sleep here, yield after a while.
-        wait_until([this] { return pending_.load(std::memory_order_acquire) == 0; },
-                   [] {
-                       std::this_thread::yield();
-                       return false;
+        // Workers finish within microseconds of us, unless one has lost its CPU. seq_cst pairs
+        // with the last worker's pending_ decrement: either it sees caller_sleeping_ and
+        // notifies, or our load sees 0.
+        wait_until([this] { return pending_.load(std::memory_order_acquire) == 0; }, kSpinMicros,
+                   kCallerYieldMicros,
+                   [this] {
+                       caller_sleeping_.store(true, std::memory_order_seq_cst);
+                       for (int p; (p = pending_.load(std::memory_order_seq_cst)) != 0;) {
+                           pending_.wait(p, std::memory_order_seq_cst);
+                       }
+                       caller_sleeping_.store(false, std::memory_order_relaxed);
+                       return true;
                    });
         task_ = nullptr;
     }
@@ -145,7 +136,8 @@ void ThreadPool::worker_loop(int thread_index) {
     // this thread got scheduled, so never read the starting point from generation_.
     uint32_t seen = 0;
     for (;;) {
-        wait_until([&] { return generation_.load(std::memory_order_acquire) != seen; },
+        wait_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, kSpinMicros,
+                   kYieldMicros,
                    [&] {
                        sleepers_.fetch_add(1, std::memory_order_seq_cst);
                        generation_.wait(seen, std::memory_order_seq_cst);
@@ -159,7 +151,11 @@ void ThreadPool::worker_loop(int thread_index) {
         } catch (...) {
             record_exception();
         }
-        pending_.fetch_sub(1, std::memory_order_acq_rel);
+        // The pool outlives this access: its destructor joins this thread first.
+        if (pending_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+            caller_sleeping_.load(std::memory_order_seq_cst)) {
+            pending_.notify_one();
+        }
     }
 }
 

@@ -4,14 +4,19 @@
 // have returned. Decoding runs hundreds of matmuls per token, each a few tens of microseconds,
 // so dispatch must cost about a microsecond: idle workers spin on an atomic generation counter
 // for a while, then yield, then sleep on a futex (std::atomic::wait) so an idle pool burns no CPU.
+// The caller's wait for the workers spins, yields, then sleeps on a futex too, like SpinBarrier
+// (see there why the yielding lasts milliseconds).
 
 #include <atomic>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
+
+#include "core/cpu_set.h"
 
 namespace minfer {
 
@@ -19,10 +24,11 @@ class ThreadPool {
   public:
     using Task = std::function<void(int thread_index, int n_threads)>;
 
-    // n_threads >= 1 (the caller counts as one); throws UsageError otherwise or above 1024.
-    // pin_threads binds worker i (and the calling thread, as thread 0) to the i-th CPU the
-    // process could run on when it first made a pinned pool, round robin; the destructor gives
-    // the caller its CPUs back. Construct and destroy on the same thread.
+    // n_threads >= 1 (the caller counts as one); throws UsageError otherwise or above
+    // kMaxThreads. More threads than CPUs work, only slower (callers clamp: clamp_thread_count).
+    // pin_threads binds worker i (and the calling thread, as thread 0) to the i-th of the
+    // caller's usable_cpus(), round robin; the destructor gives the caller its CPUs back.
+    // Construct and destroy on the same thread.
     explicit ThreadPool(int n_threads, bool pin_threads = false);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
@@ -35,12 +41,16 @@ class ThreadPool {
     // the same pool (it throws UsageError).
     void run(const Task& fn);
 
-    // How long a waiting thread spins before yielding, and yields before sleeping
-    // (microseconds). Spinning stays short because an unpinned worker may share a CPU with the
-    // caller (seen on the 2-vCPU development sandbox): there, every microsecond of spinning is
-    // taken from the thread being waited for. Pinning avoids that.
+    // How long an idle worker spins before yielding, and yields before sleeping (microseconds).
+    // Spinning stays short because an unpinned worker may share a CPU with the caller (seen on
+    // the 2-vCPU development sandbox): there, every microsecond of spinning is taken from the
+    // thread being waited for. Pinning avoids that.
     static constexpr int64_t kSpinMicros = 20;
     static constexpr int64_t kYieldMicros = 2000;
+    // The caller waiting for busy workers spins kSpinMicros, then yields until this, then sleeps:
+    // a worker that lost its CPU to another process is typically back within a few ms, and a
+    // sleeping caller would itself wait for a time slice to be woken.
+    static constexpr int64_t kCallerYieldMicros = 10000;
 
   private:
     void worker_loop(int thread_index);
@@ -48,12 +58,13 @@ class ThreadPool {
 
     int n_threads_;
     std::vector<std::thread> workers_;
-    std::vector<int> caller_cpus_;  // the caller's CPUs before pinning; empty when not pinned
+    std::optional<CallerPin> caller_pin_;  // set when pinned
 
-    const Task* task_ = nullptr;           // valid while a run is in flight
-    std::atomic<uint32_t> generation_{0};  // bumped once per run (and at shutdown)
-    std::atomic<int> pending_{0};          // workers still running the current task
-    std::atomic<int> sleepers_{0};         // workers blocked in generation_.wait()
+    const Task* task_ = nullptr;                // valid while a run is in flight
+    std::atomic<uint32_t> generation_{0};       // bumped once per run (and at shutdown)
+    std::atomic<int> pending_{0};               // workers still running the current task
+    std::atomic<int> sleepers_{0};              // workers blocked in generation_.wait()
+    std::atomic<bool> caller_sleeping_{false};  // the caller is blocked in pending_.wait()
     std::atomic<bool> stop_{false};
     std::atomic<bool> running_{false};
 

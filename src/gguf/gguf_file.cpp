@@ -1,6 +1,8 @@
 #include "gguf/gguf_file.h"
 
 #include <algorithm>
+#include <set>
+#include <utility>
 
 #include "core/error.h"
 #include "gguf/split_path.h"
@@ -27,24 +29,25 @@ int64_t split_key(const GgufMetadata& meta, std::string_view key,
 }  // namespace
 
 GgufFile GgufFile::open(const std::filesystem::path& path) {
-    const auto split = parse_split_name(path);
-    if (split && split->index != 1) {
-        throw FormatError(concat(path.string(), ": is part ", split->index, " of ", split->count,
-                                 " of a split model; open the first part: ",
-                                 split_part_path(split->prefix, 1, split->count).string()));
-    }
-
+    // The metadata decide whether this is a split part; the name only says where the other parts
+    // are. A whole model (no split.count, or split.count <= 1 as llama.cpp reads it) opens as one
+    // file whatever its name, so x-00001-of-00002.gguf may be a complete model.
     GgufFile file;
     file.parts_.push_back(map_and_parse(path));
     const int64_t count_in_file = file.metadata().get_int_optional("split.count").value_or(1);
-    const int name_count = split ? split->count : 1;
-
-    if (count_in_file > 1 || name_count > 1) {
+    if (count_in_file > 1) {
+        const auto split = parse_split_name(path);
         if (!split) {
             throw FormatError(concat(path.string(), ": has split.count = ", count_in_file,
                                      " but its name does not follow NAME-00001-of-", count_in_file,
                                      ".gguf, so its other parts cannot be found"));
         }
+        if (split->index != 1) {
+            throw FormatError(concat(path.string(), ": is part ", split->index, " of ",
+                                     split->count, " of a split model; open the first part: ",
+                                     split_part_path(split->prefix, 1, split->count).string()));
+        }
+        const int name_count = split->count;
         if (count_in_file != name_count) {
             throw FormatError(concat(path.string(), ": split.count is ", count_in_file,
                                      " but the file name says ", name_count, " parts"));
@@ -134,11 +137,14 @@ std::filesystem::path resolve_model_path(const std::filesystem::path& path) {
             ggufs.push_back(entry.path());
     }
     std::sort(ggufs.begin(), ggufs.end());
-    // The parts of one split model count as one model, entered through part 1.
+    // The parts of one split model count as one model, entered through the lowest-numbered part
+    // present (sorted names put it first): part 1, or else a file that may be a whole model under
+    // a split-like name, or a part whose opening names the missing part 1.
     std::vector<std::filesystem::path> models;
+    std::set<std::pair<std::string, int>> split_sets;  // (prefix, count) already entered
     for (const auto& p : ggufs) {
         const auto split = parse_split_name(p);
-        if (!split || split->index == 1) models.push_back(p);
+        if (!split || split_sets.emplace(split->prefix, split->count).second) models.push_back(p);
     }
     if (models.size() == 1) return models.front();
     if (models.empty())

@@ -25,8 +25,12 @@ class GgufFile {
         GgufContents contents;
     };
 
-    // Opens a file or the first part of a split model (mapping every part in order). Throws
-    // IoError / FormatError naming the file.
+    // Opens a file or the first part of a split model (mapping every part in order). The file's
+    // metadata say which it is: without split.count (or with split.count <= 1) it is a whole model
+    // whatever its name (x-00002-of-00003.gguf included); with split.count = N > 1 its name must
+    // be PREFIX-00001-of-N.gguf (a later part is refused, naming part 1) and the other parts are
+    // found by name and checked (split.no, split.count, split.tensors.count). Throws IoError /
+    // FormatError naming the file.
     static GgufFile open(const std::filesystem::path& path);
     // Parses bytes the caller keeps alive (tests, fuzzing); no split handling.
     static GgufFile from_bytes(std::span<const std::byte> bytes, std::string name);
@@ -66,7 +70,9 @@ class GgufFile {
 };
 
 // Resolves what a user typed as MODEL to a GGUF path: a file is itself; a directory must hold
-// exactly one model (one .gguf, or the parts of one split model), else an Error lists them.
+// exactly one model (one .gguf, or the parts of one split model), else an Error lists them. The
+// parts of a split name are entered through the lowest-numbered one present: part 1, or else a
+// file like x-00002-of-00003.gguf, which opens if its metadata say it is whole.
 std::filesystem::path resolve_model_path(const std::filesystem::path& path);
 
 }  // namespace minfer

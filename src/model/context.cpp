@@ -1,30 +1,37 @@
 #include "model/context.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <numeric>
-#include <thread>
 
+#include "core/cpu_set.h"
 #include "core/error.h"
+#include "core/log.h"
+#include "core/memory_limits.h"
+#include "model/kv_cache.h"
 #include "model/decoder_graph.h"
 
 namespace minfer {
 
 int default_thread_count() {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-    return std::max(1u, std::thread::hardware_concurrency());
+    return usable_cpu_count();
 }
 
 namespace {
 
 constexpr int64_t kDefaultMaxContext = 4096;
-constexpr int kMaxThreads = 1024;
 
 int64_t choose_context(const ContextOptions& o, const HParams& hp) {
     if (o.n_ctx < 0) throw UsageError(concat("context length must be positive, got ", o.n_ctx));
-    return o.n_ctx == 0 ? std::min(kDefaultMaxContext, hp.n_ctx_train) : o.n_ctx;
+    const int64_t n_ctx = o.n_ctx == 0 ? std::min(kDefaultMaxContext, hp.n_ctx_train) : o.n_ctx;
+    if (n_ctx > hp.n_ctx_train) {
+        log_warning(concat("a context of ", n_ctx, " tokens exceeds the ", hp.n_ctx_train,
+                           " the model was trained for; its answers degrade beyond that"));
+    }
+    // Refused before anything is allocated, with the sizes, rather than std::bad_alloc later.
+    require_memory(KvCache::bytes_for(hp, n_ctx, o.kv_type),
+                   concat("a KV cache of ", n_ctx, " tokens (", type_name(o.kv_type), ")"),
+                   "; lower --ctx or use --cache-type q8_0");
+    return n_ctx;
 }
 
 }  // namespace
@@ -34,12 +41,9 @@ InferenceContext::InferenceContext(std::shared_ptr<const Model> model,
     : model_(std::move(model)),
       n_ctx_(choose_context(options, model_->hparams())),
       n_batch_(options.n_batch),
-      n_threads_(options.n_threads == 0 ? default_thread_count() : options.n_threads) {
+      // More threads than CPUs would wait at every barrier for a thread without a CPU.
+      n_threads_(clamp_thread_count(options.n_threads, "n_threads")) {
     if (n_batch_ < 1) throw UsageError(concat("batch size must be at least 1, got ", n_batch_));
-    if (n_threads_ < 1 || n_threads_ > kMaxThreads) {
-        throw UsageError(
-            concat("thread count must be 1..", kMaxThreads, ", got ", options.n_threads));
-    }
     // A micro-batch never holds more tokens than the context.
     n_batch_ = std::min(n_batch_, n_ctx_);
     BackendOptions b;
@@ -76,7 +80,7 @@ void InferenceContext::evaluate(std::span<const int32_t> tokens, bool all_logits
                                 const LogitsSink& sink) {
     const auto n = static_cast<int64_t>(tokens.size());
     if (n_past_ + n > n_ctx_) {
-        throw UsageError(concat(n, " tokens do not fit the context: ", n_past_, " of ", n_ctx_,
+        throw LimitError(concat(n, " tokens do not fit the context: ", n_past_, " of ", n_ctx_,
                                 " positions are used (raise --ctx)"));
     }
     // Checked before any micro-batch runs, so that a bad id leaves the cache as it was.

@@ -17,7 +17,8 @@ namespace minfer {
 struct ContextOptions {
     int64_t n_ctx = 0;  // positions the KV cache holds; 0 = min(4096, the model's context_length)
     int64_t n_batch = 512;  // micro-batch size for prompt processing
-    int n_threads = 0;      // 0 = every core this process may use
+    // 0 = every CPU this process may use; more than that is clamped to it, with a warning.
+    int n_threads = 0;
     // One thread per CPU, pinned: on some VMs (Firecracker) unpinned threads pile onto one vCPU.
     bool pin_threads = true;
     GgmlType kv_type = GgmlType::F16;

@@ -9,7 +9,9 @@
 
 namespace minfer {
 
-KvCache::KvCache(const HParams& hp, int64_t n_ctx, GgmlType type)
+KvCache::KvCache(const HParams& hp, int64_t n_ctx, GgmlType type) : KvCache(hp, n_ctx, type, true) {}
+
+KvCache::KvCache(const HParams& hp, int64_t n_ctx, GgmlType type, bool allocate)
     : type_(type),
       n_ctx_(n_ctx),
       n_head_kv_(hp.n_head_kv),
@@ -38,7 +40,13 @@ KvCache::KvCache(const HParams& hp, int64_t n_ctx, GgmlType type)
         k_layer_bytes_ = static_cast<std::size_t>(hp.n_head_kv) * k_head_bytes_;
         v_layer_bytes_ = static_cast<std::size_t>(hp.n_head_kv) * v_head_bytes_;
     }
-    storage_.resize((k_layer_bytes_ + v_layer_bytes_) * static_cast<std::size_t>(hp.n_layer));
+    if (allocate)
+        storage_.resize((k_layer_bytes_ + v_layer_bytes_) * static_cast<std::size_t>(hp.n_layer));
+}
+
+std::size_t KvCache::bytes_for(const HParams& hp, int64_t n_ctx, GgmlType type) {
+    const KvCache shape(hp, n_ctx, type, /*allocate=*/false);
+    return (shape.k_layer_bytes_ + shape.v_layer_bytes_) * static_cast<std::size_t>(hp.n_layer);
 }
 
 void KvCache::store(int layer, int64_t pos, const float* k, const float* v) {

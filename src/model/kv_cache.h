@@ -27,6 +27,11 @@ class KvCache {
     // 32).
     KvCache(const HParams& hp, int64_t n_ctx, GgmlType type);
 
+    // The bytes a cache of n_ctx positions takes, computed without allocating (so that a context
+    // too large for the machine is refused before anything is committed). Throws like the
+    // constructor.
+    static std::size_t bytes_for(const HParams& hp, int64_t n_ctx, GgmlType type);
+
     GgmlType type() const { return type_; }
     int64_t n_ctx() const { return n_ctx_; }
     std::size_t bytes() const { return storage_.size(); }
@@ -53,6 +58,7 @@ class KvCache {
     }
 
   private:
+    KvCache(const HParams& hp, int64_t n_ctx, GgmlType type, bool allocate);
     std::size_t layer_offset(int layer) const {
         return static_cast<std::size_t>(layer) * (k_layer_bytes_ + v_layer_bytes_);
     }

@@ -9,16 +9,16 @@
 #include <system_error>
 #include <thread>
 
+#include "core/atomic_output_file.h"
+#include "core/cpu_set.h"
 #include "core/error.h"
 #include "gguf/gguf_writer.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
-#include "quant/temporary_output.h"
 
 namespace minfer {
 namespace {
 
-constexpr int kMaxThreads = 1024;
 constexpr int64_t kValuesPerChunk = 64 * 1024;  // work unit handed to one thread at a time
 
 bool is_float_source(GgmlType t) {
@@ -30,18 +30,17 @@ std::vector<int64_t> shape_of(const TensorInfo& t) {
     return {t.ne.begin(), t.ne.begin() + static_cast<std::ptrdiff_t>(dims)};
 }
 
-void refuse_overwriting_input(const GgufFile& model, const std::filesystem::path& output) {
+// Compares files, not names: a hard link, a symlink or another spelling of the input (or of
+// one of its parts) is refused too.
+void refuse_overwriting_input(const GgufFile& model, const OutputTarget& output) {
+    if (!output.existing) return;  // a file yet to be created is no input
     for (const GgufFile::Part& part : model.parts()) {
         std::error_code ec;
-        const bool same = std::filesystem::equivalent(part.path, output, ec);
+        const bool same = std::filesystem::equivalent(part.path, output.file, ec);
         if (!ec && same) {
-            throw UsageError(concat("output ", output.string(), " is the input model (",
+            throw UsageError(concat("output ", output.destination.string(), " is the input model (",
                                     part.path.string(), "); choose another output path"));
         }
-    }
-    std::error_code ec;
-    if (std::filesystem::is_directory(output, ec)) {
-        throw UsageError(concat("output ", output.string(), " is a directory; give a file path"));
     }
 }
 
@@ -219,8 +218,11 @@ ModelQuantizeResult quantize_model(const std::filesystem::path& input,
     if (options.threads < 1 || options.threads > kMaxThreads) {
         throw UsageError(concat("--threads is ", options.threads, ", expected 1 to ", kMaxThreads));
     }
+    // Every check before the work: a FIFO, device or directory as OUT is refused here, not
+    // after minutes of quantizing.
+    const OutputTarget target = resolve_output_target(output);
     const GgufFile model = GgufFile::open(input);
-    refuse_overwriting_input(model, output);
+    refuse_overwriting_input(model, target);
 
     QuantizationPlan plan = plan_model_quantization(model, mix);
     ModelQuantizeResult result;
@@ -236,13 +238,13 @@ ModelQuantizeResult quantize_model(const std::filesystem::path& input,
     ModelWriter tensors(model, std::move(plan.tensors), options);
     tensors.add_tensors(writer);
 
-    TemporaryOutputFile temporary(output);
-    if (options.on_temporary_file) options.on_temporary_file(temporary.path());
-    writer.write(temporary.stream());
-    temporary.commit();
+    AtomicOutputFile out(output);
+    if (options.on_temporary_file) options.on_temporary_file(out.path());
+    writer.write(out.stream());
+    out.commit();
 
     std::error_code ec;
-    result.output_bytes = std::filesystem::file_size(output, ec);
+    result.output_bytes = std::filesystem::file_size(out.target(), ec);
     return result;
 }
 

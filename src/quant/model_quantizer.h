@@ -65,9 +65,11 @@ struct ModelQuantizeResult {
     uint64_t output_bytes = 0;
 };
 
-// Reads `input` (a file or the first part of a split model), writes `output`. Refuses (UsageError)
-// when output is the input or one of its parts; throws FormatError for a non-finite weight, IoError
-// for file-system failures. On any error `output` is left as it was.
+// Reads `input` (a file or the first part of a split model), writes `output` through
+// AtomicOutputFile (core/atomic_output_file.h: symlinks written through, the old file's mode
+// kept). Refuses (UsageError), before any work, an output that is the input or one of its parts
+// (by any name or link), a directory, device, FIFO or socket; throws FormatError for a
+// non-finite weight, IoError for file-system failures. On any error `output` is left as it was.
 ModelQuantizeResult quantize_model(const std::filesystem::path& input,
                                    const std::filesystem::path& output, QuantMix mix,
                                    const ModelQuantizeOptions& options = {});

@@ -62,9 +62,9 @@ GenerationResult ChatSession::reply(const std::string& user_text, Sampler& sampl
     if (common == tokens.size()) --common;
     if (static_cast<int64_t>(tokens.size()) > ctx_.n_ctx()) {
         messages_.erase(messages_.size() - 1);
-        throw UsageError(concat("the conversation (", tokens.size(),
+        throw LimitError(concat("the conversation (", tokens.size(),
                                 " tokens) no longer fits the context of ", ctx_.n_ctx(),
-                                " tokens; /clear starts over"));
+                                " tokens (raise --ctx)"));
     }
     ctx_.truncate(std::min<int64_t>(static_cast<int64_t>(common), ctx_.n_past()));
     cached_.resize(static_cast<std::size_t>(ctx_.n_past()));

@@ -73,7 +73,7 @@ GenerationResult generate(InferenceContext& ctx, const Tokenizer& tokenizer, Sam
     if (prompt.empty() && ctx.n_past() == 0)
         throw UsageError("the prompt is empty: there is nothing to continue");
     if (ctx.n_past() + static_cast<int64_t>(prompt.size()) > ctx.n_ctx()) {
-        throw UsageError(concat(
+        throw LimitError(concat(
             "the prompt of ", prompt.size(), " tokens does not fit the context of ", ctx.n_ctx(),
             " tokens", ctx.n_past() > 0 ? concat(" (", ctx.n_past(), " already used)") : "",
             "; raise --ctx or shorten the prompt"));

@@ -14,7 +14,8 @@ void SamplingParams::validate() const {
     const auto check = [](bool ok, const std::string& what) {
         if (!ok) throw UsageError(what);
     };
-    check(std::isfinite(temperature), concat("--temp must be a number, got ", temperature));
+    check(std::isfinite(temperature) && temperature >= 0.0f,
+          concat("--temp must be 0 (greedy) or more, got ", temperature));
     check(top_k >= 0, concat("--top-k must be >= 0, got ", top_k));
     check(top_p > 0.0f && top_p <= 1.0f, concat("--top-p must be in (0, 1], got ", top_p));
     check(min_p >= 0.0f && min_p <= 1.0f, concat("--min-p must be in [0, 1], got ", min_p));
@@ -25,6 +26,9 @@ void SamplingParams::validate() const {
     check(std::isfinite(presence_penalty), "--presence-penalty must be a number");
     check(std::isfinite(frequency_penalty), "--frequency-penalty must be a number");
     check(penalty_last_n >= -1, concat("--repeat-last-n must be >= -1, got ", penalty_last_n));
+    for (const auto& [id, bias] : logit_bias) {
+        check(!std::isnan(bias), concat("--logit-bias for token ", id, " is not a number"));
+    }
 }
 
 std::string SamplingParams::to_string() const {

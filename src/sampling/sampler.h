@@ -2,7 +2,7 @@
 // The sampler chain: from a logits row to the next token. The order and the defaults are
 // llama.cpp's: logit bias -> repetition/presence/frequency penalties over the last N tokens ->
 // top-k -> typical-p -> top-p -> min-p -> temperature -> a draw from the seeded RNG. A
-// temperature of 0 (or below) is greedy: the most likely token after bias and penalties.
+// temperature of 0 is greedy: the most likely token after bias and penalties.
 
 #include <cstdint>
 #include <deque>

@@ -199,7 +199,7 @@ void PreTokenizer::split_with_regex(std::string_view text, std::vector<uint32_t>
 void PreTokenizer::run(std::string_view text, std::vector<uint32_t>& word_ends,
                        bool regex_only) const {
     if (text.size() >= UINT32_MAX) {
-        throw UsageError(concat("text of ", text.size(), " bytes is too long to tokenize"));
+        throw LimitError(concat("text of ", text.size(), " bytes is too long to tokenize"));
     }
     if (text.empty()) return;
     std::string match_storage;

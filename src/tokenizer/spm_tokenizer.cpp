@@ -96,7 +96,7 @@ void SpmTokenizer::encode(const Vocabulary& vocab, std::string_view text, std::v
 void SpmTokenizer::encode_chunk(const Vocabulary& vocab, std::string_view text,
                                 std::vector<int32_t>& out) const {
     if (text.size() >= INT32_MAX) {
-        throw UsageError(concat("text of ", text.size(), " bytes is too long to tokenize"));
+        throw LimitError(concat("text of ", text.size(), " bytes is too long to tokenize"));
     }
     std::vector<Symbol> symbols;
     symbols.reserve(text.size());

@@ -78,7 +78,7 @@ Tokenizer Tokenizer::from_gguf(const GgufMetadata& metadata) {
 std::vector<int32_t> Tokenizer::tokenize(std::string_view text, bool add_special,
                                          bool parse_special) const {
     if (text.size() >= UINT32_MAX / 2) {
-        throw UsageError(concat("text of ", text.size(), " bytes is too long to tokenize"));
+        throw LimitError(concat("text of ", text.size(), " bytes is too long to tokenize"));
     }
     const Vocabulary& v = impl_->vocab;
     const std::vector<Fragment> fragments = split_special(v, text, parse_special);

@@ -202,10 +202,10 @@ TEST_F(TemplateCommand, ChatMlForAModelWithoutTemplate) {
     EXPECT_EQ(r.out, "<|im_start|>user\nHi<|im_end|>\n");
 }
 
-TEST_F(TemplateCommand, ErrorsAreOneLineAndExitOne) {
+TEST_F(TemplateCommand, ErrorsAreOneLineWithTheirExitCode) {
     MINFER_REQUIRE_FIXTURE(model, "models/tiny-qwen2-f16.gguf");
     auto r = test::run_minfer({"template", model.string()});
-    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.exit_code, 2);  // a usage error
     EXPECT_EQ(r.err, "minfer: error: give --messages FILE or --user TEXT\n");
 
     std::ofstream(dir_ / "bad.json") << "[{\"role\": ";
@@ -220,7 +220,7 @@ TEST_F(TemplateCommand, ErrorsAreOneLineAndExitOne) {
     EXPECT_EQ(r.err, "minfer: error: chat template line 1, column 56: System role not supported\n");
 
     r = test::run_minfer({"template", model.string(), "--user", "u", "--now", "yesterday"});
-    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("--now 'yesterday'"), std::string::npos) << r.err;
 }
 

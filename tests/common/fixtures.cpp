@@ -62,6 +62,26 @@ CommandResult run_minfer(const std::vector<std::string>& args, const std::string
     return r;
 }
 
+CommandResult run_minfer_under(const std::vector<std::string>& wrapper,
+                               const std::vector<std::string>& args,
+                               const std::string& stdin_text) {
+    TempDir dir;
+    const auto in = dir / "stdin", out = dir / "stdout", err = dir / "stderr";
+    std::ofstream(in, std::ios::binary) << stdin_text;
+    std::string cmd;
+    for (const auto& w : wrapper) cmd += shell_quote(w) + " ";
+    cmd += shell_quote(MINFER_BINARY);
+    for (const auto& a : args) cmd += " " + shell_quote(a);
+    cmd += " <" + shell_quote(in.string()) + " >" + shell_quote(out.string()) + " 2>" +
+           shell_quote(err.string());
+    const int status = std::system(cmd.c_str());
+    CommandResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read_file(out);
+    r.err = read_file(err);
+    return r;
+}
+
 TempDir::TempDir() {
     std::random_device rd;
     path_ = std::filesystem::temp_directory_path() /

@@ -25,6 +25,11 @@ struct CommandResult {
 // extra environment variables.
 CommandResult run_minfer(const std::vector<std::string>& args, const std::string& stdin_text = "",
                          const std::vector<std::pair<std::string, std::string>>& env = {});
+// run_minfer with the binary started through `wrapper`, a command line that ends by running its
+// arguments: {"timeout", "60", "taskset", "-c", "0"} runs `timeout 60 taskset -c 0 minfer ARGS`.
+CommandResult run_minfer_under(const std::vector<std::string>& wrapper,
+                               const std::vector<std::string>& args,
+                               const std::string& stdin_text = "");
 
 // A fresh, empty temporary directory that is removed when the object dies.
 class TempDir {

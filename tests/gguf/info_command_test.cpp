@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/fixtures.h"
+#include "core/utf8.h"
 #include "gguf/gguf_writer.h"
 
 namespace minfer {
@@ -60,7 +61,7 @@ TEST(InfoCommand, DirectoryListsItsFiles) {
     GgufWriter().write_file(dir / "a.gguf");
     GgufWriter().write_file(dir / "b.gguf");
     const auto r = run_minfer({"info", dir.path().string()});
-    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.exit_code, 2);  // an ambiguous MODEL argument: a usage error
     EXPECT_NE(r.err.find("is a directory; GGUF files in it: a.gguf, b.gguf"), std::string::npos)
         << r.err;
     std::filesystem::remove(dir / "b.gguf");
@@ -83,6 +84,87 @@ TEST(InfoCommand, ErrorsAreOneLineAndExitOne) {
     const auto r = run_minfer({"info", (dir / "notes.txt").string()});
     EXPECT_NE(r.err.find("not a GGUF file: magic is 'this', expected 'GGUF'"), std::string::npos)
         << r.err;
+}
+
+// Metadata and tensor names are the file's, not ours: what they hold must not reach the terminal
+// as escape sequences or break lines.
+void write_hostile_model(const std::filesystem::path& path) {
+    static const std::vector<float> data(4, 1.0f);
+    GgufWriter w;
+    auto& m = w.metadata();
+    m.set("general.architecture", GgufValue::string("llama\x1b]0;title\x07"));
+    m.set("general.name", GgufValue::string("\x1b[31mred\n"));
+    m.set("evil.\x1b[2Jkey", GgufValue::string("plain"));
+    m.set("evil.invalid", GgufValue::string("bad \xff\xfe utf8, c1 \xc2\x9b, lone \x9b"
+                                            "31m"));
+    m.set("evil.array", GgufValue::array(GgufArray::of_strings({"fine", "\x1b[1m", "\xc3"})));
+    w.add_tensor("t.\x1b[31m\nx", GgmlType::F32, {4}, std::as_bytes(std::span(data)));
+    w.write_file(path);
+}
+
+// The lines of `text` that contain `needle`.
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
+    std::vector<std::string> found;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        const std::string line = text.substr(start, end - start);
+        if (line.find(needle) != std::string::npos) found.push_back(line);
+        start = end + 1;
+    }
+    return found;
+}
+
+TEST(InfoCommand, TextEscapesControlCharactersAndInvalidUtf8) {
+    test::TempDir dir;
+    write_hostile_model(dir / "hostile.gguf");
+    const auto r = run_minfer({"info", (dir / "hostile.gguf").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << "a raw ESC reached the terminal";
+    EXPECT_EQ(r.out.find('\x07'), std::string::npos);
+    EXPECT_TRUE(is_valid_utf8(r.out)) << "invalid UTF-8 (or a raw 0x9b CSI byte) in the output";
+    EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << "a raw C1 CSI in the output";
+
+    // Each value stays on its key's line.
+    const auto name = lines_with(r.out, "general.name");
+    ASSERT_EQ(name.size(), 1u) << r.out;
+    EXPECT_NE(name[0].find(R"("\x1b[31mred\n")"), std::string::npos) << name[0];
+    const auto invalid = lines_with(r.out, "evil.invalid");
+    ASSERT_EQ(invalid.size(), 1u) << r.out;
+    EXPECT_NE(invalid[0].find(R"("bad \xff\xfe utf8, c1 \u009b, lone \x9b31m")"), std::string::npos)
+        << invalid[0];
+    const auto array = lines_with(r.out, "evil.array");
+    ASSERT_EQ(array.size(), 1u) << r.out;
+    EXPECT_NE(array[0].find(R"(["fine", "\x1b[1m", "\xc3"])"), std::string::npos) << array[0];
+    EXPECT_EQ(lines_with(r.out, R"(evil.\x1b[2Jkey)").size(), 1u) << r.out;
+    EXPECT_EQ(lines_with(r.out, R"(t.\x1b[31m\nx)").size(), 1u) << r.out;
+    EXPECT_EQ(lines_with(r.out, R"(name:           \x1b[31mred\n)").size(), 1u) << r.out;
+    EXPECT_EQ(lines_with(r.out, R"(architecture:   llama\x1b]0;title\x07)").size(), 1u) << r.out;
+}
+
+TEST(InfoCommand, JsonKeepsControlCharactersAndReplacesInvalidUtf8) {
+    test::TempDir dir;
+    write_hostile_model(dir / "hostile.gguf");
+    const auto r = run_minfer({"info", "--json", (dir / "hostile.gguf").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << "JSON escapes ESC as \\u001b";
+    EXPECT_TRUE(is_valid_utf8(r.out));
+    const auto doc = nlohmann::json::parse(r.out);
+    EXPECT_EQ(doc["summary"]["name"], "\x1b[31mred\n");  // exact, through JSON's escapes
+    EXPECT_EQ(doc["tensors"][0]["name"], "t.\x1b[31m\nx");
+    bool found = false;
+    for (const auto& m : doc["metadata"]) {
+        if (m["key"] == "evil.invalid") {
+            found = true;
+            // Each invalid byte becomes U+FFFD; the valid C1 code point U+009B is kept.
+            EXPECT_EQ(m["value"],
+                      "bad \xef\xbf\xbd\xef\xbf\xbd utf8, c1 \xc2\x9b, lone "
+                      "\xef\xbf\xbd"
+                      "31m");
+        }
+    }
+    EXPECT_TRUE(found);
 }
 
 TEST(Cli, HelpAndVersion) {

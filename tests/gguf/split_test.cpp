@@ -125,6 +125,78 @@ TEST(SplitModel, CountInNameDisagreesWithMetadata) {
     EXPECT_NE(open_error(dir / "plain.gguf").find("does not follow"), std::string::npos);
 }
 
+// A complete model (no split keys, or split.count = 1) under a split-like name: the metadata say
+// it is whole, so it opens as one file whatever its name.
+void write_whole(const std::filesystem::path& path, int split_count = 0) {
+    static const std::vector<float> data(16, 1.0f);
+    GgufWriter w;
+    w.metadata().set("general.architecture", GgufValue::string("llama"));
+    if (split_count > 0) {
+        w.metadata().set("split.no", GgufValue::of<uint16_t>(0));
+        w.metadata().set("split.count",
+                         GgufValue::of<uint16_t>(static_cast<uint16_t>(split_count)));
+        w.metadata().set("split.tensors.count", GgufValue::of<int32_t>(1));
+    }
+    w.add_tensor("t.a", GgmlType::F32, {16}, std::as_bytes(std::span(data)));
+    w.write_file(path);
+}
+
+TEST(SplitModel, WholeFileNamedLikeAFirstPart) {
+    test::TempDir dir;
+    write_whole(dir / "x-00001-of-00002.gguf");
+    const GgufFile f = GgufFile::open(dir / "x-00001-of-00002.gguf");
+    EXPECT_EQ(f.parts().size(), 1u);
+    EXPECT_EQ(f.tensors().size(), 1u);
+    ASSERT_NE(f.find_tensor("t.a"), nullptr);
+}
+
+TEST(SplitModel, WholeFileNamedLikeALaterPart) {
+    test::TempDir dir;
+    write_whole(dir / "x-00002-of-00003.gguf");
+    const GgufFile f = GgufFile::open(dir / "x-00002-of-00003.gguf");
+    EXPECT_EQ(f.parts().size(), 1u);
+    EXPECT_EQ(f.tensors().size(), 1u);
+}
+
+TEST(SplitModel, SplitCountOfOneIsWhole) {
+    test::TempDir dir;
+    write_whole(dir / "x-00001-of-00004.gguf", 1);
+    write_whole(dir / "y-00003-of-00004.gguf", 1);
+    EXPECT_EQ(GgufFile::open(dir / "x-00001-of-00004.gguf").parts().size(), 1u);
+    EXPECT_EQ(GgufFile::open(dir / "y-00003-of-00004.gguf").parts().size(), 1u);
+}
+
+// The metadata of a real later part say it is one: refused, naming part 1, whether or not part 1
+// is there.
+TEST(SplitModel, LaterPartIsRefusedByItsMetadata) {
+    test::TempDir dir;
+    write_split(dir, {});
+    std::filesystem::remove(dir / "model-00001-of-00003.gguf");
+    const std::string msg = open_error(dir / "model-00003-of-00003.gguf");
+    EXPECT_NE(msg.find("is part 3 of 3 of a split model; open the first part: "), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("model-00001-of-00003.gguf"), std::string::npos) << msg;
+}
+
+TEST(ResolveModelPath, WholeFileNamedLikeALaterPart) {
+    test::TempDir dir;
+    write_whole(dir / "x-00002-of-00003.gguf");
+    EXPECT_EQ(resolve_model_path(dir.path()), dir / "x-00002-of-00003.gguf");
+    EXPECT_EQ(GgufFile::open(resolve_model_path(dir.path())).parts().size(), 1u);
+}
+
+// Parts 2 and 3 without part 1: one model, and opening it names the missing part 1.
+TEST(ResolveModelPath, SplitWithoutItsFirstPart) {
+    test::TempDir dir;
+    write_split(dir, {});
+    std::filesystem::remove(dir / "model-00001-of-00003.gguf");
+    const auto entry = resolve_model_path(dir.path());
+    EXPECT_EQ(entry, dir / "model-00002-of-00003.gguf");
+    const std::string msg = open_error(entry);
+    EXPECT_NE(msg.find("open the first part: "), std::string::npos) << msg;
+    EXPECT_NE(msg.find("model-00001-of-00003.gguf"), std::string::npos) << msg;
+}
+
 TEST(ResolveModelPath, DirectoryWithOneModel) {
     test::TempDir dir;
     write_split(dir, {});

@@ -2,6 +2,7 @@
 // to overwrite the input, the atomic write, threads, and the command line.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -167,6 +168,41 @@ TEST(QuantizeModelFiles, RefusesToOverwriteItsInput) {
               std::vector<std::string>{});
 }
 
+// OUT is checked before the input is even opened: a FIFO is refused (not an IoError about the
+// missing input) and no temporary is made.
+TEST(QuantizeModelFiles, OutputThatIsNotAFileIsRefusedFirst) {
+    test::TempDir dir;
+    ASSERT_EQ(::mkfifo((dir / "pipe").c_str(), 0644), 0);
+    ModelQuantizeOptions options;
+    bool made_temporary = false;
+    options.on_temporary_file = [&](const std::filesystem::path&) { made_temporary = true; };
+    try {
+        quantize_model(dir / "missing.gguf", dir / "pipe", QuantMix::Q8_0, options);
+        FAIL() << "expected UsageError";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("pipe: is a FIFO"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(made_temporary);
+    EXPECT_TRUE(std::filesystem::is_fifo(dir / "pipe"));
+    EXPECT_EQ(other_files(dir.path(), {"pipe"}), std::vector<std::string>{});
+}
+
+// A symlink as OUT: the file it names is replaced, the link stays.
+TEST(QuantizeModelFiles, WritesThroughASymlink) {
+    test::TempDir dir;
+    const auto model = dir / "model.gguf";
+    const std::vector<std::byte> bytes = test::build_synthetic_model({});
+    write_all(model, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+    std::filesystem::create_symlink("target.gguf", dir / "link.gguf");  // dangling: created
+    const ModelQuantizeResult result = quantize_model(model, dir / "link.gguf", QuantMix::Q8_0);
+    EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.gguf"));
+    EXPECT_EQ(result.output_bytes, std::filesystem::file_size(dir / "target.gguf"));
+    EXPECT_EQ(GgufFile::open(dir / "target.gguf").metadata().get<uint32_t>("general.file_type"),
+              7u);
+    EXPECT_EQ(other_files(dir.path(), {"model.gguf", "link.gguf", "target.gguf"}),
+              std::vector<std::string>{});
+}
+
 // A run that fails half-way (here: the progress callback throws at the 10th tensor) leaves an
 // existing OUT untouched and removes its temporary file; the temporary sits beside OUT.
 TEST(QuantizeModelFiles, InterruptedRunLeavesOutputUntouched) {
@@ -258,15 +294,15 @@ TEST(QuantizeCommand, ErrorsAreOneLine) {
     test::TempDir dir;
     const auto out = (dir / "q.gguf").string();
     auto r = test::run_minfer({"quantize", input_path.string(), out, "q4_k_x"});
-    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.exit_code, 2);  // a usage error
     EXPECT_NE(r.err.find("minfer: error: unknown quantization type 'q4_k_x'; expected one of Q4_0"),
               std::string::npos)
         << r.err;
     r = test::run_minfer({"quantize", input_path.string(), input_path.string(), "q8_0"});
-    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("is the input model"), std::string::npos) << r.err;
-    r = test::run_minfer({"quantize", input_path.string(), out, "q8_0", "--threads", "0"});
-    EXPECT_NE(r.exit_code, 0);
+    r = test::run_minfer({"quantize", input_path.string(), out, "q8_0", "--threads", "-1"});
+    EXPECT_EQ(r.exit_code, 2);
     r = test::run_minfer({"quantize", (dir / "nope.gguf").string(), out, "q8_0"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

@@ -53,7 +53,7 @@ TEST(TokenizeCommand, ReadsAFile) {
 TEST(TokenizeCommand, Errors) {
     MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
     const CommandResult no_text = run_minfer({"tokenize", model.string()});
-    EXPECT_EQ(no_text.exit_code, 1);
+    EXPECT_EQ(no_text.exit_code, 2);
     EXPECT_NE(no_text.err.find("minfer: error:"), std::string::npos);
     const CommandResult no_model = run_minfer({"tokenize", "/nonexistent.gguf", "x"});
     EXPECT_NE(no_model.exit_code, 0);
@@ -74,14 +74,14 @@ TEST(DetokenizeCommand, IdsBackToText) {
 TEST(DetokenizeCommand, BadIdsAreOneLineErrors) {
     MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
     const CommandResult range = run_minfer({"detokenize", model.string(), "1,512"});
-    EXPECT_EQ(range.exit_code, 1);
+    EXPECT_EQ(range.exit_code, 2);
     EXPECT_EQ(range.err,
-              "minfer: error: token id 512 is out of range: the vocabulary has 512 tokens\n");
+              "minfer: error: ids: token id 512 is out of range: the model has 512 tokens\n");
     const CommandResult junk = run_minfer({"detokenize", model.string(), "1,x2"});
-    EXPECT_EQ(junk.exit_code, 1);
+    EXPECT_EQ(junk.exit_code, 2);
     EXPECT_NE(junk.err.find("'x2' is not a token id"), std::string::npos);
     const CommandResult huge = run_minfer({"detokenize", model.string(), "99999999999"});
-    EXPECT_EQ(huge.exit_code, 1);
+    EXPECT_EQ(huge.exit_code, 2);
 }
 
 }  // namespace
