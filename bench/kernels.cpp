@@ -1,8 +1,10 @@
 // Kernel benchmarks. First the machine's limits (read bandwidth of a large buffer with 1 and 2
 // threads, peak f32 FMA rate), then matmul on a 4096 x 4096 weight: GEMV (one token) in GB/s of
 // weights read and as a fraction of the measured bandwidth, and GEMM (512 tokens) in GFLOP/s
-// (2 * rows * cols * tokens per call), on 1 and 2 threads. Also the thread pool's dispatch
-// overhead. Benchmarks run in registration order, so the limits are known when matmul runs.
+// (2 * rows * cols * tokens per call), on 1 and 2 threads; then one token on Qwen2 0.5B's
+// matrices in the fast and the batch-invariant mode (BM_GemvFast / BM_GemvInvariant). Also the
+// thread pool's dispatch overhead. Benchmarks run in registration order, so the limits are known
+// when matmul runs.
 
 #include <benchmark/benchmark.h>
 
@@ -166,20 +168,25 @@ constexpr int64_t kDim = 4096;
 constexpr std::size_t kStreamBytes = std::size_t{128} << 20;
 
 struct Weights {
+    GgmlType type = GgmlType::F32;
+    int64_t n_cols = 0, n_rows = 0;
     std::vector<std::byte> bytes;  // n_copies copies of one matrix
     std::size_t matrix_bytes = 0;
     std::size_t n_copies = 1;
-    minfer::WeightMatrix view(GgmlType type, std::size_t copy = 0) const {
-        return {type, kDim, kDim,
+    minfer::WeightMatrix view(std::size_t copy = 0) const {
+        return {type, n_cols, n_rows,
                 std::span<const std::byte>(bytes).subspan(copy * matrix_bytes, matrix_bytes)};
     }
 };
 
-const Weights& weights_of(GgmlType type) {
-    static std::map<GgmlType, Weights> cache;
-    auto it = cache.find(type);
-    if (it != cache.end()) return it->second;
-    // Roughly normal weights (sum of 4 uniforms) from a cheap generator: setup stays fast.
+// One matrix set at a time (the benchmarks of one matrix run one after the other; the 151936-row
+// output matrices take up to 272 MB each).
+const Weights& weights_of(GgmlType type, int64_t n_cols = kDim, int64_t n_rows = kDim) {
+    static Weights w;
+    if (w.type == type && w.n_cols == n_cols && w.n_rows == n_rows) return w;
+    w = Weights{};
+    // Roughly normal weights (sum of 4 uniforms) from a cheap generator; 1024 distinct rows
+    // repeated (the speed does not depend on the values), so that setup stays fast.
     uint64_t state = 0x9E3779B97F4A7C15ull;
     auto uniform = [&state] {
         state ^= state << 13;
@@ -188,40 +195,51 @@ const Weights& weights_of(GgmlType type) {
         return static_cast<float>(state >> 40) * 0x1p-24f - 0.5f;
     };
     auto normal = [&] { return (uniform() + uniform() + uniform() + uniform()) * 0.035f; };
-    std::vector<float> row(kDim);
-    Weights w;
-    const std::size_t row_bytes = minfer::row_size(type, kDim);
-    w.matrix_bytes = row_bytes * kDim;
+    std::vector<float> row(static_cast<std::size_t>(n_cols));
+    const std::size_t row_bytes = minfer::row_size(type, n_cols);
+    w.type = type;
+    w.n_cols = n_cols;
+    w.n_rows = n_rows;
+    w.matrix_bytes = row_bytes * static_cast<std::size_t>(n_rows);
     w.n_copies = (kStreamBytes + w.matrix_bytes - 1) / w.matrix_bytes;
     w.bytes.resize(w.matrix_bytes * w.n_copies);
-    for (int64_t r = 0; r < kDim; ++r) {
+    constexpr int64_t kDistinctRows = 1024;
+    for (int64_t r = 0; r < n_rows; ++r) {
+        std::byte* dst = w.bytes.data() + r * row_bytes;
+        if (r >= kDistinctRows) {
+            std::memcpy(dst, w.bytes.data() + (r % kDistinctRows) * row_bytes, row_bytes);
+            continue;
+        }
         for (float& v : row) v = normal();
-        minfer::quantize_row(type, row.data(), w.bytes.data() + r * row_bytes, kDim);
+        minfer::quantize_row(type, row.data(), dst, n_cols);
     }
     for (std::size_t c = 1; c < w.n_copies; ++c) {
         std::memcpy(w.bytes.data() + c * w.matrix_bytes, w.bytes.data(), w.matrix_bytes);
     }
-    return cache.emplace(type, std::move(w)).first->second;
+    return w;
 }
 
-std::vector<float> activations(int64_t n_tokens) {
+std::vector<float> activations(int64_t n_tokens, int64_t n_cols = kDim) {
     std::mt19937 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> x(static_cast<std::size_t>(n_tokens * kDim));
+    std::vector<float> x(static_cast<std::size_t>(n_tokens * n_cols));
     for (float& v : x) v = normal(rng);
     return x;
 }
 
-void BM_Gemv(benchmark::State& state, GgmlType type) {
+// One token against an n_cols x n_rows matrix streamed from DRAM, in GB/s of weights read (and as
+// a fraction of the measured read bandwidth).
+void gemv(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows,
+          minfer::MatmulMode mode) {
     const int n_threads = static_cast<int>(state.range(0));
-    const Weights& w = weights_of(type);
-    const std::vector<float> x = activations(1);
-    std::vector<float> y(kDim);
+    const Weights& w = weights_of(type, n_cols, n_rows);
+    const std::vector<float> x = activations(1, n_cols);
+    std::vector<float> y(static_cast<std::size_t>(n_rows));
     minfer::MatmulScratch scratch;
     auto& pool = pool_of(n_threads);
     std::size_t copy = 0;
     for (auto _ : state) {
-        minfer::matmul(w.view(type, copy), x.data(), 1, y.data(), pool, scratch);
+        minfer::matmul(w.view(copy), x.data(), 1, y.data(), pool, scratch, mode);
         copy = (copy + 1) % w.n_copies;
         benchmark::ClobberMemory();
     }
@@ -236,6 +254,20 @@ void BM_Gemv(benchmark::State& state, GgmlType type) {
     }
 }
 
+void BM_Gemv(benchmark::State& state, GgmlType type) {
+    gemv(state, type, kDim, kDim, minfer::MatmulMode::kFastest);
+}
+
+// Decoding's matrices of Qwen2 0.5B (n_cols x n_rows: 896 x 4864 FFN up/gate, 4864 x 896 FFN
+// down, 896 x 151936 output), one token, in the fast mode (GEMV) and in the batch-invariant mode
+// (GEMM panels), for the cost of batch invariance per matrix.
+void BM_GemvFast(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows) {
+    gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kFastest);
+}
+void BM_GemvInvariant(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows) {
+    gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kBatchInvariant);
+}
+
 void BM_Gemm(benchmark::State& state, GgmlType type) {
     const int n_threads = static_cast<int>(state.range(0));
     constexpr int64_t kTokens = 512;
@@ -245,7 +277,7 @@ void BM_Gemm(benchmark::State& state, GgmlType type) {
     minfer::MatmulScratch scratch;
     auto& pool = pool_of(n_threads);
     for (auto _ : state) {
-        minfer::matmul(w.view(type), x.data(), kTokens, y.data(), pool, scratch);
+        minfer::matmul(w.view(), x.data(), kTokens, y.data(), pool, scratch);
         benchmark::ClobberMemory();
     }
     state.counters["GFLOP/s"] = benchmark::Counter(
@@ -294,6 +326,27 @@ MINFER_MATMUL_BENCH(Q4_K);
 MINFER_MATMUL_BENCH(Q6_K);
 MINFER_MATMUL_BENCH(IQ4_NL);
 MINFER_MATMUL_BENCH(F16);
+
+#define MINFER_DECODE_BENCH(TYPE, NAME, COLS, ROWS)                                       \
+    BENCHMARK_CAPTURE(BM_GemvFast, TYPE##_##NAME, GgmlType::TYPE, COLS, ROWS)            \
+        ->Arg(1)                                                                          \
+        ->Arg(2)                                                                          \
+        ->UseRealTime()                                                                   \
+        ->Unit(benchmark::kMicrosecond);                                                  \
+    BENCHMARK_CAPTURE(BM_GemvInvariant, TYPE##_##NAME, GgmlType::TYPE, COLS, ROWS)       \
+        ->Arg(1)                                                                          \
+        ->Arg(2)                                                                          \
+        ->UseRealTime()                                                                   \
+        ->Unit(benchmark::kMicrosecond)
+#define MINFER_DECODE_BENCHES(TYPE)                       \
+    MINFER_DECODE_BENCH(TYPE, 896x4864, 896, 4864);       \
+    MINFER_DECODE_BENCH(TYPE, 4864x896, 4864, 896);       \
+    MINFER_DECODE_BENCH(TYPE, 896x151936, 896, 151936)
+MINFER_DECODE_BENCHES(Q4_0);
+MINFER_DECODE_BENCHES(Q8_0);
+MINFER_DECODE_BENCHES(Q4_K);
+MINFER_DECODE_BENCHES(Q6_K);
+MINFER_DECODE_BENCHES(F16);
 
 int main(int argc, char** argv) {
     benchmark::Initialize(&argc, argv);

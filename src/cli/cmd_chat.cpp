@@ -13,7 +13,6 @@
 #include <optional>
 #include <string>
 
-#include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "cli/context_flags.h"
 #include "cli/exit_codes.h"
@@ -22,8 +21,8 @@
 #include "cli/sampling_flags.h"
 #include "cli/standard_output.h"
 #include "core/error.h"
+#include "core/file_io.h"
 #include "runtime/chat_session.h"
-#include "tokenizer/tokenizer.h"
 
 namespace minfer::cli {
 namespace {
@@ -94,21 +93,17 @@ void add_chat_command(CLI::App& app) {
     add_sampling_flags(cmd, o->sampling);
     cmd->callback([o] {
         const SamplingParams sampling = to_sampling_params(o->sampling);
-        const LoadedModel loaded = load_model_for_cli(o->model);
-        const Model& model = *loaded.model;
-        const Tokenizer tokenizer = Tokenizer::from_gguf(model.metadata());
-        const std::optional<std::filesystem::path> file =
-            o->template_file.empty() ? std::nullopt
-                                     : std::optional<std::filesystem::path>(o->template_file);
-        auto chat_template =
-            chat::ChatTemplate::parse(chat::template_source_for(model.metadata(), file));
-        InferenceContext ctx(loaded.model, to_context_options(o->context));
-        Sampler sampler(sampling, static_cast<int32_t>(model.hparams().n_vocab));
+        std::optional<std::string> template_source;
+        if (!o->template_file.empty())
+            template_source = read_file(o->template_file, "the template file");
+        const LoadedModel loaded = load_model_for_cli(o->model, false, template_source);
+        Engine engine(loaded.model, loaded.tokenizer, to_engine_options(o->context));
         ChatSession session(
-            ctx, tokenizer, std::move(chat_template), model.metadata(),
+            engine, loaded,
             o->system.empty() ? std::nullopt : std::optional<std::string>(o->system));
-        GenerationOptions options;
-        options.n_predict = o->n_predict;
+        SequenceParams params;
+        params.sampling = sampling;
+        params.n_predict = o->n_predict;
 
         InterruptGuard interrupt;
         LineReader reader;
@@ -126,18 +121,18 @@ void add_chat_command(CLI::App& app) {
             if (line->empty()) continue;
             InterruptGuard::clear();
             try {
-                const GenerationResult r =
-                    session.reply(*line, sampler, options, write_streamed, &InterruptGuard::flag());
+                const SequenceResult r =
+                    session.reply(*line, params, write_streamed, &InterruptGuard::flag());
                 write_streamed("\n");
                 if (r.stop == StopReason::ContextFull) {
                     // From a script, an answer cut by the context is a failure, as in `run`.
                     if (!reader.interactive()) {
-                        throw LimitError(concat("the context of ", ctx.n_ctx(),
+                        throw LimitError(concat("the context of ", engine.n_ctx(),
                                                 " tokens is full (raise --ctx)"));
                     }
                     std::fprintf(stderr,
                                  "minfer: the context of %lld tokens is full; /clear starts over\n",
-                                 static_cast<long long>(ctx.n_ctx()));
+                                 static_cast<long long>(engine.n_ctx()));
                 }
                 if (o->stats) {
                     std::fprintf(stderr,
@@ -150,7 +145,7 @@ void add_chat_command(CLI::App& app) {
                                  r.stats.generation_tokens_per_second(), stop_reason_name(r.stop));
                 }
                 // Ctrl-C stops an answer on a terminal; a scripted conversation ends with it.
-                if (r.stop == StopReason::Interrupted && !reader.interactive())
+                if (r.stop == StopReason::Cancelled && !reader.interactive())
                     throw InterruptedByUser{};
             } catch (const LimitError& e) {
                 // On a terminal, a conversation that no longer fits is said and the session

@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "cli/context_flags.h"
 #include "cli/exit_codes.h"
@@ -20,9 +19,8 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/log.h"
-#include "runtime/chat_session.h"
-#include "runtime/generator.h"
-#include "tokenizer/tokenizer.h"
+#include "runtime/generation.h"
+#include "runtime/prompt.h"
 
 namespace minfer::cli {
 namespace {
@@ -43,36 +41,27 @@ struct RunOptions {
     SamplingFlags sampling;
 };
 
-// The prompt's tokens: the text as one user message through the chat template, or raw.
-std::vector<int32_t> build_prompt(const RunOptions& o, const Model& model,
-                                  const Tokenizer& tokenizer, const std::string& text) {
-    const bool has_template =
-        !o.template_file.empty() || model.metadata().contains("tokenizer.chat_template");
-    if (!has_template && !o.system.empty()) {
-        log_warning("--system is ignored: the model has no chat template (give one with --template)");
+const char* stop_description(StopReason reason) {
+    switch (reason) {
+        case StopReason::EndOfGeneration:
+            return "end of generation token";
+        case StopReason::StopString:
+            return "stop string";
+        case StopReason::MaxTokens:
+            return "token limit (-n)";
+        case StopReason::ContextFull:
+            return "the context is full";
+        case StopReason::CacheFull:
+            return "the KV cache is full";
+        case StopReason::Cancelled:
+            return "interrupted";
+        case StopReason::PromptDone:
+            return "end of the prompt";
     }
-    if (o.raw || !has_template) {
-        std::vector<int32_t> tokens =
-            tokenizer.tokenize(text, /*add_special=*/true, /*parse_special=*/true);
-        if (tokens.empty())
-            throw UsageError(
-                "the prompt is empty and the model adds no BOS token: nothing to continue");
-        return tokens;
-    }
-    const std::optional<std::filesystem::path> file =
-        o.template_file.empty() ? std::nullopt
-                                : std::optional<std::filesystem::path>(o.template_file);
-    const auto chat_template =
-        chat::ChatTemplate::parse(chat::template_source_for(model.metadata(), file));
-    chat::ChatInputs in;
-    if (!o.system.empty()) in.messages.push_back({{"role", "system"}, {"content", o.system}});
-    in.messages.push_back({{"role", "user"}, {"content", text}});
-    in.bos_token = chat::special_token_text(model.metadata(), "tokenizer.ggml.bos_token_id");
-    in.eos_token = chat::special_token_text(model.metadata(), "tokenizer.ggml.eos_token_id");
-    return tokenize_chat_prompt(tokenizer, chat_template.render(in), in.bos_token);
+    return "?";
 }
 
-void print_timings(const LoadedModel& loaded, const GenerationResult& r, int64_t n_ctx) {
+void print_timings(const LoadedModel& loaded, const SequenceResult& r, int64_t n_ctx) {
     const auto& s = r.stats;
     std::fprintf(stderr, "\nminfer: load        %10.1f ms\n", loaded.load_ms);
     std::fprintf(stderr, "minfer: prompt      %10.1f ms / %6lld tokens (%8.1f tokens/s)\n",
@@ -80,28 +69,29 @@ void print_timings(const LoadedModel& loaded, const GenerationResult& r, int64_t
     std::fprintf(stderr, "minfer: generation  %10.1f ms / %6lld tokens (%8.1f tokens/s)\n",
                  s.generation_ms, static_cast<long long>(s.n_generated),
                  s.generation_tokens_per_second());
-    const char* why = "";
-    switch (r.stop) {
-        case StopReason::EndOfGeneration:
-            why = "end of generation token";
-            break;
-        case StopReason::StopString:
-            why = "stop string";
-            break;
-        case StopReason::MaxTokens:
-            why = "token limit (-n)";
-            break;
-        case StopReason::ContextFull:
-            why = "the context is full";
-            break;
-        case StopReason::Interrupted:
-            why = "interrupted";
-            break;
-    }
-    std::fprintf(stderr, "minfer: stopped by  %s%s\n", why,
+    std::fprintf(stderr, "minfer: stopped by  %s%s\n", stop_description(r.stop),
                  r.stop == StopReason::ContextFull
                      ? concat(" (", n_ctx, " tokens; raise --ctx)").c_str()
                      : "");
+}
+
+void print_json(const LoadedModel& loaded, const SequenceResult& r, std::size_t n_prompt,
+                uint64_t seed) {
+    const auto& s = r.stats;
+    nlohmann::ordered_json doc = {{"text", r.text},
+                                  {"tokens", r.tokens},
+                                  {"prompt_tokens", n_prompt},
+                                  {"stop_reason", stop_reason_name(r.stop)},
+                                  {"seed", seed},
+                                  {"timings",
+                                   {{"load_ms", loaded.load_ms},
+                                    {"prompt_n", s.n_prompt},
+                                    {"prompt_ms", s.prompt_ms},
+                                    {"prompt_per_second", s.prompt_tokens_per_second()},
+                                    {"predicted_n", s.n_generated},
+                                    {"predicted_ms", s.generation_ms},
+                                    {"predicted_per_second", s.generation_tokens_per_second()}}}};
+    std::cout << doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
 }  // namespace
@@ -113,8 +103,8 @@ void add_run_command(CLI::App& app) {
         ->required();
     auto* prompt = cmd->add_option("-p,--prompt", o->prompt, "The prompt");
     auto* file = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
-    auto* tokens =
-        cmd->add_option("--tokens", o->tokens, "Prompt as token ids (1,2,3); prints token ids");
+    auto* tokens = cmd->add_option(
+        "--tokens", o->tokens, "Prompt as token ids (1,2,3 or [1, 2, 3]); prints token ids");
     prompt->excludes(file)->excludes(tokens);
     file->excludes(tokens);
     cmd->add_option("-n,--n-predict", o->n_predict,
@@ -122,7 +112,8 @@ void add_run_command(CLI::App& app) {
         ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
         ->capture_default_str();
     cmd->add_option("--stop", o->stop, "Stop before this text (repeatable)");
-    auto* system = cmd->add_option("--system", o->system, "System message (with the chat template)");
+    auto* system =
+        cmd->add_option("--system", o->system, "System message (with the chat template)");
     auto* raw = cmd->add_flag("--raw", o->raw, "Feed the prompt as is, without the chat template");
     auto* template_file = cmd->add_option("--template", o->template_file,
                                           "Use this Jinja chat template instead of the model's");
@@ -131,11 +122,12 @@ void add_run_command(CLI::App& app) {
     template_file->excludes(raw)->excludes(tokens);
     auto* json = cmd->add_flag(
         "--json", o->json, "Print one JSON result (text, tokens, timings, stop reason) instead");
-    cmd->add_flag("--dump-graph", o->dump_graph, "Print the forward pass's operations and exit")
+    cmd->add_flag("--dump-graph", o->dump_graph,
+                  "Print the first forward pass's operations (shapes, parameters) and exit")
         ->excludes(json);
     add_context_flags(cmd, o->context);
     add_sampling_flags(cmd, o->sampling);
-    cmd->callback([o, prompt, file, tokens] {
+    cmd->callback([o, prompt, file, tokens, system] {
         if (!prompt->count() && !file->count() && !tokens->count()) {
             throw UsageError("give a prompt: -p TEXT, -f FILE or --tokens 1,2,3");
         }
@@ -146,61 +138,51 @@ void add_run_command(CLI::App& app) {
             ids_mode ? parse_token_list(o->tokens, "--tokens") : std::vector<int32_t>{};
         const std::string text =
             file->count() ? read_file(o->prompt_file, "the prompt file") : o->prompt;
+        std::optional<std::string> template_source;
+        if (!o->template_file.empty())
+            template_source = read_file(o->template_file, "the template file");
 
-        const LoadedModel loaded = load_model_for_cli(o->model, /*quiet=*/o->json);
-        const Model& model = *loaded.model;
-        if (ids_mode) check_token_ids(ids, model.hparams().n_vocab, "--tokens");
-        InferenceContext ctx(loaded.model, to_context_options(o->context));
-        Sampler sampler(sampling, static_cast<int32_t>(model.hparams().n_vocab));
-        const Tokenizer tokenizer = Tokenizer::from_gguf(model.metadata());
-        const std::vector<int32_t> input = ids_mode ? ids : build_prompt(*o, model, tokenizer, text);
+        const LoadedModel loaded = load_model_for_cli(o->model, /*quiet=*/o->json, template_source);
+        if (ids_mode) check_token_ids(ids, loaded.model->hparams().n_vocab, "--tokens");
+        if (system->count() && !loaded.has_template)
+            log_warning("--system is ignored: the model has no chat template (give one with --template)");
+        const std::optional<std::string> system_text =
+            system->count() ? std::optional<std::string>(o->system) : std::nullopt;
+        const std::vector<int32_t> input =
+            ids_mode ? ids : single_prompt_tokens(loaded, text, o->raw, system_text);
+        Engine engine(loaded.model, loaded.tokenizer, to_engine_options(o->context));
         if (o->dump_graph) {
-            std::cout << ctx.graph_for(input, false).to_string();
+            std::cout << engine.graph_for_prompt(input).to_string();
             return;
         }
 
-        GenerationOptions options;
-        options.n_predict = o->n_predict;
-        options.stop = o->stop;
+        SequenceParams params;
+        params.prompt = input;
+        params.sampling = sampling;
+        params.n_predict = o->n_predict;
+        params.stop = o->stop;
         InterruptGuard interrupt;
         const bool stream_text = !o->json && !ids_mode;
-        const GenerationResult r = generate(
-            ctx, tokenizer, sampler, input, options,
-            [&](std::string_view piece) {
-                if (stream_text) write_streamed(piece);
-            },
-            &InterruptGuard::flag());
-
+        const SequenceResult r = generate(
+                                     engine, std::move(params),
+                                     [&](std::string_view piece) {
+                                         if (stream_text) write_streamed(piece);
+                                     },
+                                     &InterruptGuard::flag())
+                                     .result;
         if (o->json) {
-            const auto& s = r.stats;
-            nlohmann::ordered_json doc = {
-                {"text", r.text},
-                {"tokens", r.tokens},
-                {"prompt_tokens", input.size()},
-                {"stop_reason", stop_reason_name(r.stop)},
-                {"seed", sampling.seed},
-                {"timings",
-                 {{"load_ms", loaded.load_ms},
-                  {"prompt_n", s.n_prompt},
-                  {"prompt_ms", s.prompt_ms},
-                  {"prompt_per_second", s.prompt_tokens_per_second()},
-                  {"predicted_n", s.n_generated},
-                  {"predicted_ms", s.generation_ms},
-                  {"predicted_per_second", s.generation_tokens_per_second()}}}};
-            std::cout << doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
-                      << "\n";
-            if (r.stop == StopReason::Interrupted) throw InterruptedByUser{};
-            return;
-        }
-        if (ids_mode) {
-            std::string line;
-            for (int32_t t : r.tokens) line += concat(line.empty() ? "" : ",", t);
-            std::printf("%s\n", line.c_str());
+            print_json(loaded, r, input.size(), sampling.seed);
         } else {
-            std::printf("\n");
+            if (ids_mode) {
+                std::string line;
+                for (int32_t t : r.tokens) line += concat(line.empty() ? "" : ",", t);
+                std::printf("%s\n", line.c_str());
+            } else {
+                std::printf("\n");
+            }
+            print_timings(loaded, r, engine.n_ctx());
         }
-        print_timings(loaded, r, ctx.n_ctx());
-        if (r.stop == StopReason::Interrupted) throw InterruptedByUser{};
+        if (r.stop == StopReason::Cancelled) throw InterruptedByUser{};
     });
 }
 

@@ -13,8 +13,8 @@
 #include "cli/context_flags.h"
 #include "cli/prompt_tokens.h"
 #include "core/error.h"
-#include "gguf/gguf_file.h"
-#include "model/context.h"
+#include "cli/model_loading.h"
+#include "runtime/generation.h"
 
 namespace minfer::cli {
 namespace {
@@ -72,20 +72,26 @@ void add_score_command(CLI::App& app) {
     add_context_flags(cmd, o->context);
     cmd->callback([o] {
         check_prompt_flags(o->prompt);
-        auto model = Model::load(resolve_model_path(o->model));
-        const std::vector<int32_t> tokens = prompt_tokens(*model, o->prompt);
-        InferenceContext ctx(model, to_context_options(o->context));
+        const LoadedModel loaded = load_model_for_cli(o->model, /*quiet=*/true);
+        const Model& model = *loaded.model;
+        const std::vector<int32_t> tokens = prompt_tokens(loaded, o->prompt);
+        Engine engine(loaded.model, loaded.tokenizer, to_engine_options(o->context));
         if (o->dump_graph) {
-            std::cout << ctx.graph_for(tokens, true).to_string();
+            std::cout << engine.graph_for_prompt(tokens, /*all_logits=*/true).to_string();
             return;
         }
         std::vector<PositionScore> scores(tokens.size());
-        ctx.evaluate(tokens, true, [&](int64_t i, std::span<const float> logits) {
-            scores[static_cast<std::size_t>(i)] = score_position(logits, o->top);
-        });
+        SequenceParams params;
+        params.prompt = tokens;
+        params.generate = false;
+        params.all_logits = true;
+        params.on_logits = [&](int64_t pos, std::span<const float> logits) {
+            scores[static_cast<std::size_t>(pos)] = score_position(logits, o->top);
+        };
+        generate(engine, std::move(params), nullptr);
         if (o->json) {
             nlohmann::ordered_json doc;
-            doc["n_vocab"] = model->hparams().n_vocab;
+            doc["n_vocab"] = model.hparams().n_vocab;
             doc["prompt_tokens"] = tokens;
             auto positions = nlohmann::ordered_json::array();
             for (std::size_t i = 0; i < scores.size(); ++i) {

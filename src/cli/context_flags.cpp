@@ -7,7 +7,7 @@
 
 #include "core/cpu_set.h"
 #include "core/error.h"
-#include "model/kv_cache.h"
+#include "model/kv_spec.h"
 
 namespace minfer::cli {
 
@@ -17,7 +17,8 @@ void add_context_flags(CLI::App* cmd, ContextFlags& f) {
         ->check(CLI::Range(0, kMaxThreads));
     cmd->add_option("-c,--ctx", f.ctx, "Context length in tokens (default: min(4096, the model's))")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
-    cmd->add_option("-b,--batch", f.batch, "Micro-batch size for prompt processing")
+    cmd->add_option("-b,--batch", f.batch,
+                    "The most tokens one forward pass evaluates (prompts go in chunks of it)")
         ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))
         ->capture_default_str();
     cmd->add_option("--cache-type", f.cache_type, "KV cache type: f16, f32 or q8_0")
@@ -25,6 +26,9 @@ void add_context_flags(CLI::App* cmd, ContextFlags& f) {
         ->capture_default_str();
     cmd->add_flag("--no-pin-threads", f.no_pin_threads,
                   "Let the OS move threads between CPUs (default: pinned)");
+    cmd->add_flag("--batch-invariant", f.batch_invariant,
+                  "Bit-identical logits for a sequence whatever else is in its batch and however "
+                  "its prompt was chunked (slower decoding; see README)");
 }
 
 namespace {
@@ -51,14 +55,15 @@ class Tracer {
 
 }  // namespace
 
-ContextOptions to_context_options(const ContextFlags& f) {
-    ContextOptions o;
+EngineOptions to_engine_options(const ContextFlags& f) {
+    EngineOptions o;
     // Clamped here, where the flag's name is known, so the warning names it; 0 stays "all".
     o.n_threads = f.threads == 0 ? 0 : clamp_thread_count(f.threads, "-t");
     o.n_ctx = f.ctx;
     o.n_batch = f.batch;
     o.kv_type = parse_kv_cache_type(f.cache_type);
     o.pin_threads = !f.no_pin_threads;
+    o.batch_invariant = f.batch_invariant;
     const char* trace = std::getenv("MINFER_TRACE");
     if (trace != nullptr && std::string(trace) != "0" && !std::string(trace).empty()) {
         const int target = std::max(1, std::atoi(trace));

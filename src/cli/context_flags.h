@@ -1,5 +1,6 @@
 #pragma once
-// Flags shared by the commands that run a model (--threads, --ctx, --batch, --cache-type), and
+// Flags shared by the commands that run a model (--threads, --ctx, --batch, --cache-type,
+// --batch-invariant), and
 // MINFER_TRACE=N, which prints every operation of the N-th forward pass (1: the first) with its
 // time on stderr.
 
@@ -8,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "model/context.h"
+#include "engine/engine.h"
 
 namespace minfer::cli {
 
@@ -18,9 +19,10 @@ struct ContextFlags {
     int64_t batch = 512;
     std::string cache_type = "f16";
     bool no_pin_threads = false;
+    bool batch_invariant = false;
 };
 
 void add_context_flags(CLI::App* cmd, ContextFlags& flags);
-ContextOptions to_context_options(const ContextFlags& flags);
+EngineOptions to_engine_options(const ContextFlags& flags);
 
 }  // namespace minfer::cli

@@ -2,9 +2,13 @@
 // line on stderr and a non-zero exit code.
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/exit_codes.h"
@@ -41,6 +45,26 @@ int report_output_errors_then(int status) {
         return cli::kExitRuntimeError;
     }
     return status;
+}
+
+// llama.cpp spells some options with several letters after one dash ("-np 4"), which CLI11
+// cannot declare: they are rewritten to their long names before parsing.
+std::vector<std::string> arguments_with_long_names(int argc, char** argv) {
+    static constexpr std::pair<std::string_view, std::string_view> kSpellings[] = {
+        {"-np", "--n-parallel"},
+    };
+    std::vector<std::string> args;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        for (const auto& [short_name, long_name] : kSpellings) {
+            if (a == short_name) a = long_name;
+            else if (a.rfind(std::string(short_name) + "=", 0) == 0)
+                a = std::string(long_name) + a.substr(short_name.size());
+        }
+        args.push_back(std::move(a));
+    }
+    std::reverse(args.begin(), args.end());  // CLI11 takes the arguments in reverse order
+    return args;
 }
 
 }  // namespace
@@ -91,7 +115,8 @@ int main(int argc, char** argv) {
     });
 
     try {
-        app.parse(argc, argv);
+        std::vector<std::string> args = arguments_with_long_names(argc, argv);
+        app.parse(args);
         if (app.get_subcommands().empty()) std::cout << app.help();
         cli::finish_standard_output();
         return cli::kExitSuccess;

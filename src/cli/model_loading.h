@@ -1,21 +1,17 @@
 #pragma once
-// What the commands that run a model do with MODEL: recognise hf:/ollama: references (not
-// supported yet), resolve a directory or split part, load, and print one status line to stderr.
-// On a terminal, the weights are read in once with a progress bar, so the first answer does not
-// stall on a cold disk.
+// What the commands that run a model do with MODEL: load it with its tokenizer and chat template
+// (runtime/loaded_model.h) showing a progress bar while the weights are read in on a terminal,
+// and print one status line to stderr.
 
-#include <memory>
+#include <optional>
 #include <string>
 
-#include "model/model.h"
+#include "runtime/loaded_model.h"
 
 namespace minfer::cli {
 
-struct LoadedModel {
-    std::shared_ptr<const Model> model;
-    double load_ms = 0;
-};
-
-LoadedModel load_model_for_cli(const std::string& reference, bool quiet = false);
+// template_file: a --template path, read before the model is loaded.
+LoadedModel load_model_for_cli(const std::string& reference, bool quiet = false,
+                               const std::optional<std::string>& template_source = std::nullopt);
 
 }  // namespace minfer::cli

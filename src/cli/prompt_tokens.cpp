@@ -21,14 +21,13 @@ void check_prompt_flags(PromptFlags& f) {
     f.ids = parse_token_list(f.tokens, "--tokens");
 }
 
-std::vector<int32_t> prompt_tokens(const Model& model, const PromptFlags& f) {
+std::vector<int32_t> prompt_tokens(const LoadedModel& model, const PromptFlags& f) {
     if (f.has_prompt) {
         // As llama.cpp tokenizes a prompt: BOS/EOS per the model, special-token text parsed.
-        return Tokenizer::from_gguf(model.metadata())
-            .tokenize(f.prompt, /*add_special=*/true, /*parse_special=*/true);
+        return model.tokenizer->tokenize(f.prompt, /*add_special=*/true, /*parse_special=*/true);
     }
     const std::vector<int32_t> ids = f.ids ? *f.ids : parse_token_list(f.tokens, "--tokens");
-    check_token_ids(ids, model.hparams().n_vocab, "--tokens");
+    check_token_ids(ids, model.model->hparams().n_vocab, "--tokens");
     return ids;
 }
 

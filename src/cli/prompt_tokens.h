@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/model.h"
+#include "runtime/loaded_model.h"
 
 namespace minfer::cli {
 
@@ -22,6 +22,6 @@ void add_prompt_flags(CLI::App* cmd, PromptFlags& flags);
 // Before the model is loaded: one of the two is given, and the ids parse.
 void check_prompt_flags(PromptFlags& flags);
 // The tokens, with the ids checked against the model's vocabulary.
-std::vector<int32_t> prompt_tokens(const Model& model, const PromptFlags& flags);
+std::vector<int32_t> prompt_tokens(const LoadedModel& model, const PromptFlags& flags);
 
 }  // namespace minfer::cli

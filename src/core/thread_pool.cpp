@@ -94,9 +94,13 @@ void ThreadPool::record_exception() {
 }
 
 void ThreadPool::run(const Task& fn) {
-    if (running_.exchange(true, std::memory_order_acquire)) {
+    // Another thread's run (a second engine sharing the pool) is waited for; a run from inside
+    // fn on this thread would wait for itself, so it is refused.
+    if (runner_.load(std::memory_order_acquire) == std::this_thread::get_id()) {
         throw UsageError("ThreadPool::run called while the pool is already running a task");
     }
+    const std::lock_guard<std::mutex> one_run_at_a_time(run_mutex_);
+    runner_.store(std::this_thread::get_id(), std::memory_order_release);
     first_exception_ = nullptr;
     if (n_threads_ > 1) {
         task_ = &fn;
@@ -127,7 +131,7 @@ void ThreadPool::run(const Task& fn) {
                    });
         task_ = nullptr;
     }
-    running_.store(false, std::memory_order_release);
+    runner_.store(std::thread::id(), std::memory_order_release);
     if (first_exception_) std::rethrow_exception(first_exception_);
 }
 
@@ -157,6 +161,18 @@ void ThreadPool::worker_loop(int thread_index) {
             pending_.notify_one();
         }
     }
+}
+
+std::shared_ptr<ThreadPool> shared_thread_pool(int n_threads, bool pin_threads) {
+    static std::mutex mutex;
+    static std::weak_ptr<ThreadPool> shared;
+    static std::pair<int, bool> config;
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (auto pool = shared.lock(); pool && config == std::pair{n_threads, pin_threads}) return pool;
+    auto pool = std::make_shared<ThreadPool>(n_threads, pin_threads);
+    shared = pool;
+    config = {n_threads, pin_threads};
+    return pool;
 }
 
 }  // namespace minfer

@@ -8,6 +8,7 @@
 // (see there why the yielding lasts milliseconds).
 
 #include <atomic>
+#include <memory>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -37,8 +38,8 @@ class ThreadPool {
     int size() const { return n_threads_; }
 
     // Runs fn on all threads and waits for all of them. If some calls throw, the first exception
-    // is rethrown here after every thread has finished. Not reentrant: fn must not call run on
-    // the same pool (it throws UsageError).
+    // is rethrown here after every thread has finished. Runs from several threads take turns;
+    // fn must not call run on the same pool (it throws UsageError).
     void run(const Task& fn);
 
     // How long an idle worker spins before yielding, and yields before sleeping (microseconds).
@@ -66,10 +67,17 @@ class ThreadPool {
     std::atomic<int> sleepers_{0};              // workers blocked in generation_.wait()
     std::atomic<bool> caller_sleeping_{false};  // the caller is blocked in pending_.wait()
     std::atomic<bool> stop_{false};
-    std::atomic<bool> running_{false};
+    std::mutex run_mutex_;                   // one run at a time
+    std::atomic<std::thread::id> runner_{};  // the thread inside run(), if any
 
     std::mutex exception_mutex_;
     std::exception_ptr first_exception_;
 };
+
+// The process's pool: every engine of a process shares one, so that two engines do not pin their
+// threads onto the same CPUs. Returns the live pool made with the same arguments, else a new one
+// (which then becomes the shared one). The last owner destroys it; construct and drop it on one
+// thread when pinned (see CallerPin).
+std::shared_ptr<ThreadPool> shared_thread_pool(int n_threads, bool pin_threads);
 
 }  // namespace minfer

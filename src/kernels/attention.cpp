@@ -66,21 +66,26 @@ void ScoreTile(const float* q, int64_t dk, const void* tile, bool f16, float sca
     }
 }
 
-// out[m][d0 .. d0 + DC*lanes) = sum over keys of p[m][key] * v[key][...] for MC query rows.
+// out[m][d0 .. d0 + DC*lanes) = sum over keys of p[m][key] * v[key][...] for MC query rows, the
+// keys read tile by tile (v_tiles[key / 16] holds rows of 16 keys).
 template <int MC, int DC>
-void WeighValues(const float* p, int64_t p_stride, int64_t n_keys, const void* v, int64_t dv,
-                 bool f16, int64_t d0, float* out, int64_t out_stride) {
+void WeighValues(const float* p, int64_t p_stride, int64_t n_keys, const void* const* v_tiles,
+                 int64_t dv, bool f16, int64_t d0, float* out, int64_t out_stride) {
     const DF df;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
     VF acc[MC][DC];
     for (int j = 0; j < MC; ++j)
         for (int c = 0; c < DC; ++c) acc[j][c] = hn::Zero(df);
-    for (int64_t key = 0; key < n_keys; ++key) {
-        VF row[DC];
-        for (int c = 0; c < DC; ++c) row[c] = LoadCache(v, key * dv + d0 + c * lanes, f16);
-        for (int j = 0; j < MC; ++j) {
-            const VF w = hn::Set(df, p[j * p_stride + key]);
-            for (int c = 0; c < DC; ++c) acc[j][c] = hn::MulAdd(w, row[c], acc[j][c]);
+    for (int64_t key0 = 0; key0 < n_keys; key0 += kTile) {
+        const void* v = v_tiles[key0 / kTile];
+        const int64_t end = std::min(kTile, n_keys - key0);
+        for (int64_t key = 0; key < end; ++key) {
+            VF row[DC];
+            for (int c = 0; c < DC; ++c) row[c] = LoadCache(v, key * dv + d0 + c * lanes, f16);
+            for (int j = 0; j < MC; ++j) {
+                const VF w = hn::Set(df, p[j * p_stride + key0 + key]);
+                for (int c = 0; c < DC; ++c) acc[j][c] = hn::MulAdd(w, row[c], acc[j][c]);
+            }
         }
     }
     for (int j = 0; j < MC; ++j)
@@ -91,8 +96,8 @@ void WeighValues(const float* p, int64_t p_stride, int64_t n_keys, const void* v
 // Up to 8 query rows share each load (and f16 conversion) of V; with more than 4 rows the
 // accumulators cover half as many dimensions per pass.
 template <int MC>
-void WeighValuesRows(const float* p, int64_t p_stride, int64_t n_keys, const void* v, int64_t dv,
-                     bool f16, float* out, int64_t out_stride) {
+void WeighValuesRows(const float* p, int64_t p_stride, int64_t n_keys, const void* const* v,
+                     int64_t dv, bool f16, float* out, int64_t out_stride) {
     constexpr int kWide = MC <= 4 ? 4 : 2;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
     int64_t d0 = 0;
@@ -105,7 +110,8 @@ void WeighValuesRows(const float* p, int64_t p_stride, int64_t n_keys, const voi
         for (int j = 0; j < MC; ++j) {
             float sum = 0.0f;
             for (int64_t key = 0; key < n_keys; ++key)
-                sum += p[j * p_stride + key] * LoadCacheScalar(v, key * dv + d0, f16);
+                sum += p[j * p_stride + key] *
+                       LoadCacheScalar(v[key / kTile], (key % kTile) * dv + d0, f16);
             out[j * out_stride + d0] = sum;
         }
     }
@@ -138,8 +144,8 @@ struct ScoreRows {
 
 template <int MC>
 struct WeighRows {
-    static void run(int64_t m, const float* p, int64_t stride, int64_t n_keys, const void* v,
-                    int64_t dv, bool f16, float* out, int64_t out_stride) {
+    static void run(int64_t m, const float* p, int64_t stride, int64_t n_keys,
+                    const void* const* v, int64_t dv, bool f16, float* out, int64_t out_stride) {
         WeighValuesRows<MC>(p + m * stride, stride, n_keys, v, dv, f16, out + m * out_stride,
                             out_stride);
     }
@@ -202,18 +208,21 @@ void AttendGroup(const AttentionGroup& a, float* scratch) {
         std::copy(a.q + m * a.q_stride, a.q + m * a.q_stride + dk, q + m * dk);
         if (a.f16) RoundToF16(q + m * dk, dk);
     }
-    const std::size_t element = a.f16 ? 2 : 4;
-    const auto* k = static_cast<const std::byte*>(a.k_tiles);
     for (int64_t t = 0; t < n_tiles; ++t) {
-        const void* tile = k + static_cast<std::size_t>(t * dk * kTile) * element;
-        ForRowGroups<ScoreRows>(g, static_cast<const float*>(q), dk, tile, a.f16, a.scale,
+        ForRowGroups<ScoreRows>(g, static_cast<const float*>(q), dk, a.k_tiles[t], a.f16, a.scale,
                                 scores + t * kTile, stride);
     }
     for (int64_t m = 0; m < g; ++m) {
-        // Keys beyond n (the last tile's tail) are left out.
-        Softmax(scores + m * stride, n, a.f16);
+        float* row = scores + m * stride;
+        if (a.softcap > 0.0f) {
+            for (int64_t j = 0; j < n; ++j) row[j] = a.softcap * std::tanh(row[j] / a.softcap);
+        }
+        // Keys before the window are masked (ggml's -inf mask); those beyond n (the last tile's
+        // tail) are left out.
+        std::fill(row, row + a.skip, -INFINITY);
+        Softmax(row, n, a.f16);
     }
-    ForRowGroups<WeighRows>(g, static_cast<const float*>(scores), stride, n, a.v_rows, dv, a.f16,
+    ForRowGroups<WeighRows>(g, static_cast<const float*>(scores), stride, n, a.v_tiles, dv, a.f16,
                             a.out, a.out_stride);
 }
 

@@ -1,5 +1,5 @@
 // Activation tiles of the integer GEMM (see matmul_internal.h): each token's Q8_0 / Q8_1 / Q8_K
-// row is regrouped so that a kernel finds kTokenTile tokens' 4-value groups side by side, with
+// row is regrouped so that a kernel finds a tile's tokens' 4-value groups side by side, with
 // the per-sub-block corrections and the per-block scales next to them.
 
 #include <cstring>
@@ -16,8 +16,13 @@ struct ActivationSizes {
     std::size_t q, per_sub, per_block, per_pair;
 };
 
+int tile_width(int64_t n_tokens) {
+    return n_tokens == 1 ? 1 : kTokenTile;
+}
+
 int64_t padded_tokens(int64_t n_tokens) {
-    return (n_tokens + kTokenTile - 1) / kTokenTile * kTokenTile;
+    const int width = tile_width(n_tokens);
+    return (n_tokens + width - 1) / width * width;
 }
 
 ActivationSizes activation_sizes(const UnpackLayout& layout, int64_t n_cols, int64_t n_tokens) {
@@ -54,6 +59,7 @@ IntActivations int_activations_at(std::byte* memory, GgmlType weight_type, int64
     a.n_cols = n_cols;
     a.n_sub = n_cols / layout.sub_size;
     a.n_blocks = n_cols / layout.block_values;
+    a.width = tile_width(n_tokens);
     return a;
 }
 
@@ -79,9 +85,9 @@ void fill_token_block32(GgmlType act_type, const std::byte* row, const IntActiva
         int32_t qsum = 0;
         for (int i = 0; i < 32; ++i) qsum += qs[i];
         for (int g = 0; g < 8; ++g) {
-            std::memcpy(q_tile + ((b * 8 + g) * kTokenTile + slot) * 4, qs + g * 4, 4);
+            std::memcpy(q_tile + ((b * 8 + g) * a.width + slot) * 4, qs + g * 4, 4);
         }
-        const int64_t at = a.block_tile(tile) + b * kTokenTile + slot;
+        const int64_t at = a.block_tile(tile) + b * a.width + slot;
         const_cast<int32_t*>(a.corr)[at] = -128 * qsum;  // one sub-block per block
         const_cast<float*>(a.d)[at] = d;
         if (a.sum != nullptr) const_cast<float*>(a.sum)[at] = s;
@@ -98,41 +104,21 @@ void fill_token_q8_k(const std::byte* row, int sub_size, const IntActivations& a
     for (int64_t b = 0; b < a.n_blocks; ++b) {
         const auto& block = reinterpret_cast<const block_q8_K*>(row)[b];
         for (int g = 0; g < QK_K / 4; ++g) {
-            std::memcpy(q_tile + ((b * QK_K / 4 + g) * kTokenTile + slot) * 4, block.qs + g * 4, 4);
+            std::memcpy(q_tile + ((b * QK_K / 4 + g) * a.width + slot) * 4, block.qs + g * 4, 4);
         }
         int32_t sums[16];
         for (int j = 0; j < subs_per_block; ++j) {
             sums[j] = block.bsums[j * per16] + (per16 == 2 ? block.bsums[j * per16 + 1] : 0);
             const int64_t s = b * subs_per_block + j;
-            const_cast<int32_t*>(a.corr)[a.sub_tile(tile) + s * kTokenTile + slot] = -128 * sums[j];
+            const_cast<int32_t*>(a.corr)[a.sub_tile(tile) + s * a.width + slot] = -128 * sums[j];
         }
-        const_cast<float*>(a.d)[a.block_tile(tile) + b * kTokenTile + slot] = block.d;
+        const_cast<float*>(a.d)[a.block_tile(tile) + b * a.width + slot] = block.d;
         if (a.bsum == nullptr) continue;
         for (int j = 0; j < subs_per_block / 2; ++j) {
             const int64_t pair = b * subs_per_block / 2 + j;
-            const_cast<int32_t*>(a.bsum)[a.pair_tile(tile) + pair * kTokenTile + slot] =
+            const_cast<int32_t*>(a.bsum)[a.pair_tile(tile) + pair * a.width + slot] =
                 (sums[2 * j] & 0xFFFF) | (sums[2 * j + 1] << 16);
         }
-    }
-}
-
-// A padding token of the last tile: zeros (its results are never stored).
-void clear_token(const IntActivations& a, int64_t tile, int slot) {
-    auto* q_tile = const_cast<int8_t*>(a.q_tile(tile));
-    for (int64_t g = 0; g < a.n_cols / 4; ++g) {
-        std::memset(q_tile + (g * kTokenTile + slot) * 4, 0, 4);
-    }
-    for (int64_t s = 0; s < a.n_sub; ++s) {
-        const_cast<int32_t*>(a.corr)[a.sub_tile(tile) + s * kTokenTile + slot] = 0;
-    }
-    for (int64_t b = 0; b < a.n_blocks; ++b) {
-        const int64_t at = a.block_tile(tile) + b * kTokenTile + slot;
-        const_cast<float*>(a.d)[at] = 0.0f;
-        if (a.sum != nullptr) const_cast<float*>(a.sum)[at] = 0.0f;
-    }
-    if (a.bsum == nullptr) return;
-    for (int64_t p = 0; p < a.n_sub / 2; ++p) {
-        const_cast<int32_t*>(a.bsum)[a.pair_tile(tile) + p * kTokenTile + slot] = 0;
     }
 }
 
@@ -142,16 +128,10 @@ void fill_int_activations(GgmlType weight_type, const Activations& act, int64_t 
                           int64_t t_begin, int64_t t_end, std::byte* memory) {
     const IntActivations a = int_activations_at(memory, weight_type, n_cols, act.n_tokens);
     const int sub_size = unpack_layout(weight_type).sub_size;
-    // The thread that converts the last token also clears the padding of the last tile.
-    const int64_t padded_end =
-        (t_begin < t_end && t_end == act.n_tokens) ? padded_tokens(act.n_tokens) : t_end;
-    for (int64_t t = t_begin; t < padded_end; ++t) {
-        const int64_t tile = t / kTokenTile;
-        const int slot = static_cast<int>(t % kTokenTile);
-        if (t >= act.n_tokens) {
-            clear_token(a, tile, slot);
-            continue;
-        }
+    // The unused slots of the last tile stay as they are: the kernels multiply only real tokens.
+    for (int64_t t = t_begin; t < t_end; ++t) {
+        const int64_t tile = t / a.width;
+        const int slot = static_cast<int>(t % a.width);
         const std::byte* row = act.data + static_cast<std::size_t>(t) * act.row_bytes;
         if (act.type == GgmlType::Q8_K) {
             fill_token_q8_k(row, sub_size, a, tile, slot);

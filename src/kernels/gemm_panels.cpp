@@ -258,7 +258,8 @@ void fill_row_generic(GgmlType type, const std::byte* w_row, const IntPanel& pan
     }
 }
 
-void clear_row(const IntPanel& panel, int64_t n_cols, int row) {
+void clear_row(const IntPanel& panel, int row) {
+    const int64_t n_cols = panel.n_sub * panel.sub_size;
     for (int64_t g = 0; g < n_cols / 4; ++g) {
         std::memset(panel.q + (g * kPanelRows + row) * 4, 128, 4);  // value 0
     }
@@ -272,16 +273,18 @@ void clear_row(const IntPanel& panel, int64_t n_cols, int row) {
 
 }  // namespace
 
-void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& panel) {
-    if (fill_int_panel_simd(w, row_begin, panel)) return;
+void fill_int_panel(const WeightMatrix& w, int64_t row_begin, int64_t block_begin,
+                    const IntPanel& panel, int64_t prefetch_delta) {
+    if (fill_int_panel_simd(w, row_begin, block_begin, panel, prefetch_delta)) return;
     const std::size_t w_row_bytes = row_size(w.type, w.n_cols);
+    const std::size_t skip = static_cast<std::size_t>(block_begin) * type_size(w.type);
     for (int row = 0; row < kPanelRows; ++row) {
         const int64_t r = row_begin + row;
         if (r >= w.n_rows) {
-            clear_row(panel, w.n_cols, row);
+            clear_row(panel, row);
             continue;
         }
-        const std::byte* w_row = w.data.data() + static_cast<std::size_t>(r) * w_row_bytes;
+        const std::byte* w_row = w.data.data() + static_cast<std::size_t>(r) * w_row_bytes + skip;
         switch (w.type) {
             case GgmlType::Q4_0:
                 fill_row_q4_0(w_row, panel.n_blocks, panel, row);
@@ -309,22 +312,25 @@ std::size_t float_panel_bytes(int64_t n_cols) {
     return align64(static_cast<std::size_t>(n_cols) * kPanelRows * sizeof(float));
 }
 
-void fill_float_panel(const WeightMatrix& w, int64_t row_begin, float* panel) {
+void fill_float_panel(const WeightMatrix& w, int64_t row_begin, int64_t col_begin, int64_t n_cols,
+                      float* panel, int64_t prefetch_delta) {
+    if (fill_float_panel_simd(w, row_begin, col_begin, n_cols, panel, prefetch_delta)) return;
     const std::size_t w_row_bytes = row_size(w.type, w.n_cols);
+    const std::size_t skip = row_size(w.type, col_begin);
     for (int row = 0; row < kPanelRows; ++row) {
         const int64_t r = row_begin + row;
         if (r >= w.n_rows) {
-            for (int64_t k = 0; k < w.n_cols; ++k) panel[k * kPanelRows + row] = 0.0f;
+            for (int64_t k = 0; k < n_cols; ++k) panel[k * kPanelRows + row] = 0.0f;
             continue;
         }
-        const std::byte* w_row = w.data.data() + static_cast<std::size_t>(r) * w_row_bytes;
+        const std::byte* w_row = w.data.data() + static_cast<std::size_t>(r) * w_row_bytes + skip;
         if (w.type == GgmlType::F32) {
             const auto* src = reinterpret_cast<const float*>(w_row);
-            for (int64_t k = 0; k < w.n_cols; ++k) panel[k * kPanelRows + row] = src[k];
+            for (int64_t k = 0; k < n_cols; ++k) panel[k * kPanelRows + row] = src[k];
         } else {
             const auto* src = reinterpret_cast<const uint16_t*>(w_row);
             const bool is_f16 = w.type == GgmlType::F16;
-            for (int64_t k = 0; k < w.n_cols; ++k) {
+            for (int64_t k = 0; k < n_cols; ++k) {
                 panel[k * kPanelRows + row] = is_f16 ? f16_to_f32(src[k]) : bf16_to_f32(src[k]);
             }
         }

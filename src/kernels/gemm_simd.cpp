@@ -25,9 +25,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---- float panels: portable Highway, any vector width ----
 
+// T tokens (x + t * x_stride) against a panel of n_cols columns. Per row and token: acc =
+// MulAdd(w_k, x_k, acc) column after column, whatever T and whichever chunk of columns the panel
+// holds (the accumulators start at y's values when `accumulate`), so the bits never depend on the
+// batch.
 template <int T>
-void FloatTile(const float* HWY_RESTRICT panel, const float* HWY_RESTRICT x, int64_t n_cols,
-               int64_t t0, float* HWY_RESTRICT y, int64_t y_stride, int n_valid_rows) {
+void FloatTile(const float* HWY_RESTRICT panel, int64_t n_cols, const float* HWY_RESTRICT x,
+               int64_t x_stride, float* HWY_RESTRICT y, int64_t y_stride, int n_valid_rows,
+               bool accumulate) {
     const hn::ScalableTag<float> d;
     using V = hn::Vec<decltype(d)>;
     const size_t N = hn::Lanes(d);
@@ -37,12 +42,18 @@ void FloatTile(const float* HWY_RESTRICT panel, const float* HWY_RESTRICT x, int
         const size_t nv = (kPanelRows - r0) / N < kGroup ? (kPanelRows - r0) / N : kGroup;
         V acc[T][kGroup];
         for (int t = 0; t < T; ++t) {
-            for (size_t v = 0; v < kGroup; ++v) acc[t][v] = hn::Zero(d);
+            for (size_t r = 0; r < kPanelRows; ++r) {
+                const bool valid = static_cast<int>(r) < n_valid_rows;
+                out[r] = accumulate && valid ? y[t * y_stride + static_cast<int64_t>(r)] : 0.0f;
+            }
+            for (size_t v = 0; v < kGroup; ++v) {
+                acc[t][v] = v < nv ? hn::Load(d, out + r0 + v * N) : hn::Zero(d);
+            }
         }
         for (int64_t k = 0; k < n_cols; ++k) {
             const float* w = panel + k * kPanelRows + r0;
             for (int t = 0; t < T; ++t) {
-                const V xv = hn::Set(d, x[(t0 + t) * n_cols + k]);
+                const V xv = hn::Set(d, x[t * x_stride + k]);
                 for (size_t v = 0; v < nv; ++v) {
                     acc[t][v] = hn::MulAdd(hn::Load(d, w + v * N), xv, acc[t][v]);
                 }
@@ -50,7 +61,7 @@ void FloatTile(const float* HWY_RESTRICT panel, const float* HWY_RESTRICT x, int
         }
         for (int t = 0; t < T; ++t) {
             for (size_t v = 0; v < nv; ++v) hn::Store(acc[t][v], d, out + r0 + v * N);
-            float* dst = y + (t0 + t) * y_stride;
+            float* dst = y + t * y_stride;
             for (size_t r = r0; r < r0 + nv * N; ++r) {
                 if (static_cast<int>(r) < n_valid_rows) dst[r] = out[r];
             }
@@ -58,21 +69,28 @@ void FloatTile(const float* HWY_RESTRICT panel, const float* HWY_RESTRICT x, int
     }
 }
 
-void GemmFloatPanel(const float* panel, const float* x, int64_t n_cols, int64_t n_tokens, float* y,
-                    int64_t y_stride, int n_valid_rows) {
+void GemmFloatPanel(const float* panel, int64_t n_cols, const float* x, int64_t x_stride,
+                    int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
+                    bool accumulate) {
     int64_t t = 0;
-    for (; t + 8 <= n_tokens; t += 8) FloatTile<8>(panel, x, n_cols, t, y, y_stride, n_valid_rows);
-    for (; t + 4 <= n_tokens; t += 4) FloatTile<4>(panel, x, n_cols, t, y, y_stride, n_valid_rows);
-    for (; t < n_tokens; ++t) FloatTile<1>(panel, x, n_cols, t, y, y_stride, n_valid_rows);
+    auto run = [&](auto tile, int count) {
+        tile(panel, n_cols, x + t * x_stride, x_stride, y + t * y_stride, y_stride, n_valid_rows,
+             accumulate);
+        t += count;
+    };
+    while (t + 8 <= n_tokens) run(FloatTile<8>, 8);
+    if (t + 4 <= n_tokens) run(FloatTile<4>, 4);
+    if (t + 2 <= n_tokens) run(FloatTile<2>, 2);
+    if (t < n_tokens) run(FloatTile<1>, 1);
 }
 
 // ---- integer panels (see matmul_internal.h for the arithmetic) ----
 
 #if HWY_TARGET == HWY_AVX3
 
-void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t n_tokens, float* y,
-                  int64_t y_stride, int n_valid_rows) {
-    GemmIntPanelAvx3(p, a, n_tokens, y, y_stride, n_valid_rows);
+void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, int64_t n_tokens,
+                  float* y, int64_t y_stride, int n_valid_rows, bool accumulate) {
+    GemmIntPanelAvx3(p, a, block0, n_tokens, y, y_stride, n_valid_rows, accumulate);
 }
 
 #elif HWY_TARGET == HWY_AVX2
@@ -82,7 +100,8 @@ void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t n_tokens, 
 // products: the dots start at 0, not at the +128 correction. Half a panel (8 rows, one vector)
 // and up to 4 tokens at a time fit the 16 vector registers.
 template <int T, int kSub>
-HWY_INLINE void SubBlockDotsAvx2(const uint8_t* q, const int8_t* act, __m256i (&dot)[T]) {
+HWY_INLINE void SubBlockDotsAvx2(const uint8_t* q, const int8_t* act, int width,
+                                 __m256i (&dot)[T]) {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
     const __m256i ones = _mm256_set1_epi16(1);
     for (int t = 0; t < T; ++t) dot[t] = _mm256_setzero_si256();
@@ -92,7 +111,7 @@ HWY_INLINE void SubBlockDotsAvx2(const uint8_t* q, const int8_t* act, __m256i (&
         const __m256i w_abs = _mm256_abs_epi8(w);
         for (int t = 0; t < T; ++t) {
             int32_t four;
-            std::memcpy(&four, act + (g * kTokenTile + t) * 4, 4);
+            std::memcpy(&four, act + (g * width + t) * 4, 4);
             const __m256i pairs =
                 _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(_mm256_set1_epi32(four), w));
             dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(pairs, ones));
@@ -107,23 +126,30 @@ inline __m256i Load8(const int32_t* p) {
     return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-// Rows [8 * half, 8 * half + 8) of the panel times tokens slot0 .. slot0 + T - 1 of a tile.
+// Rows [8 * half, 8 * half + 8) of the panel times tokens slot0 .. slot0 + T - 1 of a tile; the
+// panel's block 0 is block block0 of the activations. Per row and token the float operations are
+// those of the AVX-512 kernels, in the same order, whatever T.
 template <int T, int kSub, int kSubs, bool kMin>
-void HalfTile(const IntPanel& p, const IntActivations& a, int64_t tile, int slot0, float* y,
-              int64_t y_stride, int n_valid_rows, int half) {
+void HalfTile(const IntPanel& p, const IntActivations& a, int64_t block0, int64_t tile, int slot0,
+              float* y, int64_t y_stride, int n_valid_rows, bool accumulate, int half) {
+    const int r0 = 8 * half;
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_valid_rows - r0), lane);
     __m256 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+    for (int t = 0; t < T; ++t) {
+        acc[t] = accumulate ? _mm256_maskload_ps(y + t * y_stride + r0, mask) : _mm256_setzero_ps();
+    }
     const int8_t* act = a.q_tile(tile) + slot0 * 4;
     const float* d = a.d + a.block_tile(tile) + slot0;
-    const int r0 = 8 * half;
     for (int64_t b = 0; b < p.n_blocks; ++b) {
+        const int64_t ab = block0 + b;  // block of the activation row
         __m256i isum[T];
         for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
         for (int j = 0; j < kSubs; ++j) {
-            const int64_t s = b * kSubs + j;
+            const int64_t s = b * kSubs + j, as = ab * kSubs + j;
             __m256i dot[T];
             SubBlockDotsAvx2<T, kSub>(p.q + s * kSub * kPanelRows + 4 * r0,
-                                      act + s * kSub * kTokenTile, dot);
+                                      act + as * kSub * a.width, a.width, dot);
             if constexpr (kSubs == 1) {
                 for (int t = 0; t < T; ++t) isum[t] = dot[t];
                 continue;
@@ -136,12 +162,12 @@ void HalfTile(const IntPanel& p, const IntActivations& a, int64_t tile, int slot
         const __m256 dw = Load8(p.d + b * kPanelRows + r0);
         if constexpr (kSubs == 1) {
             for (int t = 0; t < T; ++t) {
-                const __m256 sd = _mm256_mul_ps(dw, _mm256_set1_ps(d[b * kTokenTile + t]));
+                const __m256 sd = _mm256_mul_ps(dw, _mm256_set1_ps(d[ab * a.width + t]));
                 acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), sd, acc[t]);
             }
             if constexpr (kMin) {
                 const __m256 offset = Load8(p.min_scale + b * kPanelRows + r0);
-                const float* sum = a.sum + a.block_tile(tile) + b * kTokenTile + slot0;
+                const float* sum = a.sum + a.block_tile(tile) + ab * a.width + slot0;
                 for (int t = 0; t < T; ++t) {
                     acc[t] = _mm256_fmadd_ps(offset, _mm256_set1_ps(sum[t]), acc[t]);
                 }
@@ -149,13 +175,14 @@ void HalfTile(const IntPanel& p, const IntActivations& a, int64_t tile, int slot
         } else if constexpr (kMin) {
             __m256i msum[T];
             for (int t = 0; t < T; ++t) msum[t] = _mm256_setzero_si256();
-            const int32_t* bsum = a.bsum + a.pair_tile(tile) + b * (kSubs / 2) * kTokenTile + slot0;
+            const int32_t* bsum =
+                a.bsum + a.pair_tile(tile) + ab * (kSubs / 2) * a.width + slot0;
             for (int j = 0; j < kSubs / 2; ++j) {
                 const __m256i mins = Load8(p.mins + (b * (kSubs / 2) + j) * kPanelRows + r0);
                 for (int t = 0; t < T; ++t) {
                     msum[t] = _mm256_add_epi32(
                         msum[t],
-                        _mm256_madd_epi16(mins, _mm256_set1_epi32(bsum[j * kTokenTile + t])));
+                        _mm256_madd_epi16(mins, _mm256_set1_epi32(bsum[j * a.width + t])));
                 }
             }
             const __m256 neg_dmin = Load8(p.min_scale + b * kPanelRows + r0);
@@ -163,92 +190,96 @@ void HalfTile(const IntPanel& p, const IntActivations& a, int64_t tile, int slot
                 const __m256 block =
                     _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum[t]), neg_dmin,
                                     _mm256_mul_ps(_mm256_cvtepi32_ps(isum[t]), dw));
-                acc[t] = _mm256_fmadd_ps(block, _mm256_set1_ps(d[b * kTokenTile + t]), acc[t]);
+                acc[t] = _mm256_fmadd_ps(block, _mm256_set1_ps(d[ab * a.width + t]), acc[t]);
             }
         } else {
             for (int t = 0; t < T; ++t) {
-                const __m256 sd = _mm256_mul_ps(dw, _mm256_set1_ps(d[b * kTokenTile + t]));
+                const __m256 sd = _mm256_mul_ps(dw, _mm256_set1_ps(d[ab * a.width + t]));
                 acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), sd, acc[t]);
             }
         }
     }
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_valid_rows - r0), lane);
     for (int t = 0; t < T; ++t) _mm256_maskstore_ps(y + t * y_stride + r0, mask, acc[t]);
 }
 
 template <int kSub, int kSubs, bool kMin>
-void IntPanelAllTokens(const IntPanel& p, const IntActivations& a, int64_t n_tokens, float* y,
-                       int64_t y_stride, int n_valid_rows) {
+void IntPanelAllTokens(const IntPanel& p, const IntActivations& a, int64_t block0,
+                       int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
+                       bool accumulate) {
     for (int half = 0; half < 2 && 8 * half < n_valid_rows; ++half) {
         for (int64_t t = 0; t < n_tokens;) {
-            const int64_t tile = t / kTokenTile;
-            const int slot = static_cast<int>(t % kTokenTile);
-            const int64_t left = std::min<int64_t>(n_tokens - t, kTokenTile - slot);
+            const int64_t tile = t / a.width;
+            const int slot = static_cast<int>(t % a.width);
+            const int64_t left = std::min<int64_t>(n_tokens - t, a.width - slot);
             float* yt = y + t * y_stride;
             if (left >= 4) {
-                HalfTile<4, kSub, kSubs, kMin>(p, a, tile, slot, yt, y_stride, n_valid_rows, half);
+                HalfTile<4, kSub, kSubs, kMin>(p, a, block0, tile, slot, yt, y_stride,
+                                               n_valid_rows, accumulate, half);
                 t += 4;
             } else if (left >= 2) {
-                HalfTile<2, kSub, kSubs, kMin>(p, a, tile, slot, yt, y_stride, n_valid_rows, half);
+                HalfTile<2, kSub, kSubs, kMin>(p, a, block0, tile, slot, yt, y_stride,
+                                               n_valid_rows, accumulate, half);
                 t += 2;
             } else {
-                HalfTile<1, kSub, kSubs, kMin>(p, a, tile, slot, yt, y_stride, n_valid_rows, half);
+                HalfTile<1, kSub, kSubs, kMin>(p, a, block0, tile, slot, yt, y_stride,
+                                               n_valid_rows, accumulate, half);
                 t += 1;
             }
         }
     }
 }
 
-void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t n_tokens, float* y,
-                  int64_t y_stride, int n_valid_rows) {
+void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, int64_t n_tokens,
+                  float* y, int64_t y_stride, int n_valid_rows, bool accumulate) {
+    auto all = [&](auto kernel) {
+        kernel(p, a, block0, n_tokens, y, y_stride, n_valid_rows, accumulate);
+    };
     if (p.subs_per_block == 1) {
-        if (p.has_min)
-            return IntPanelAllTokens<32, 1, true>(p, a, n_tokens, y, y_stride, n_valid_rows);
-        return IntPanelAllTokens<32, 1, false>(p, a, n_tokens, y, y_stride, n_valid_rows);
+        return p.has_min ? all(IntPanelAllTokens<32, 1, true>)
+                         : all(IntPanelAllTokens<32, 1, false>);
     }
     if (p.sub_size == 32) {
-        if (p.has_min)
-            return IntPanelAllTokens<32, 8, true>(p, a, n_tokens, y, y_stride, n_valid_rows);
-        return IntPanelAllTokens<32, 8, false>(p, a, n_tokens, y, y_stride, n_valid_rows);
+        return p.has_min ? all(IntPanelAllTokens<32, 8, true>)
+                         : all(IntPanelAllTokens<32, 8, false>);
     }
-    if (p.has_min)
-        return IntPanelAllTokens<16, 16, true>(p, a, n_tokens, y, y_stride, n_valid_rows);
-    return IntPanelAllTokens<16, 16, false>(p, a, n_tokens, y, y_stride, n_valid_rows);
+    return p.has_min ? all(IntPanelAllTokens<16, 16, true>) : all(IntPanelAllTokens<16, 16, false>);
 }
 
 #else  // portable loops
 
-void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t n_tokens, float* y,
-                  int64_t y_stride, int n_valid_rows) {
+// One token at a time, so every token count runs the same operations per row and token.
+void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, int64_t n_tokens,
+                  float* y, int64_t y_stride, int n_valid_rows, bool accumulate) {
     const int sub = p.sub_size;
     const int subs = p.subs_per_block;
     for (int64_t t = 0; t < n_tokens; ++t) {
-        const int64_t tile = t / kTokenTile;
-        const int slot = static_cast<int>(t % kTokenTile);
+        const int64_t tile = t / a.width;
+        const int slot = static_cast<int>(t % a.width);
         const int8_t* act = a.q_tile(tile);
         float acc[kPanelRows] = {};
+        for (int r = 0; accumulate && r < n_valid_rows; ++r) acc[r] = y[t * y_stride + r];
         for (int64_t b = 0; b < p.n_blocks; ++b) {
+            const int64_t ab = block0 + b;  // block of the activation row
             int32_t isum[kPanelRows] = {};
             for (int j = 0; j < subs; ++j) {
-                const int64_t s = b * subs + j;
-                const int32_t corr = a.corr[a.sub_tile(tile) + s * kTokenTile + slot];
+                const int64_t s = b * subs + j, as = ab * subs + j;
+                const int32_t corr = a.corr[a.sub_tile(tile) + as * a.width + slot];
                 for (int r = 0; r < kPanelRows; ++r) {
                     int32_t dot = corr;
                     for (int g = 0; g < sub / 4; ++g) {
-                        const int64_t group = s * sub / 4 + g;
-                        const int8_t* a4 = act + (group * kTokenTile + slot) * 4;
-                        const uint8_t* w4 = p.q + (group * kPanelRows + r) * 4;
+                        const int8_t* a4 = act + ((as * sub / 4 + g) * a.width + slot) * 4;
+                        const uint8_t* w4 = p.q + ((s * sub / 4 + g) * kPanelRows + r) * 4;
                         dot += w4[0] * a4[0] + w4[1] * a4[1] + w4[2] * a4[2] + w4[3] * a4[3];
                     }
                     isum[r] += subs == 1 ? dot : dot * p.scale[s * kPanelRows + r];
                 }
             }
-            const float da = a.d[a.block_tile(tile) + b * kTokenTile + slot];
+            const float da = a.d[a.block_tile(tile) + ab * a.width + slot];
             const float* dw = p.d + b * kPanelRows;
             const float* min_scale = p.min_scale + b * kPanelRows;
             if (subs == 1) {
-                const float sum = p.has_min ? a.sum[a.block_tile(tile) + b * kTokenTile + slot] : 0;
+                const float sum =
+                    p.has_min ? a.sum[a.block_tile(tile) + ab * a.width + slot] : 0;
                 for (int r = 0; r < kPanelRows; ++r) {
                     acc[r] += static_cast<float>(isum[r]) * (dw[r] * da);
                     if (p.has_min) acc[r] += min_scale[r] * sum;
@@ -257,8 +288,8 @@ void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t n_tokens, 
             }
             int32_t msum[kPanelRows] = {};
             for (int j = 0; p.has_min && j < subs / 2; ++j) {
-                const int64_t pair = b * subs / 2 + j;
-                const int32_t bsum = a.bsum[a.pair_tile(tile) + pair * kTokenTile + slot];
+                const int64_t pair = b * subs / 2 + j, apair = ab * subs / 2 + j;
+                const int32_t bsum = a.bsum[a.pair_tile(tile) + apair * a.width + slot];
                 for (int r = 0; r < kPanelRows; ++r) {
                     const int32_t mins = p.mins[pair * kPanelRows + r];
                     msum[r] +=
@@ -288,14 +319,18 @@ namespace minfer::kernels {
 HWY_EXPORT(GemmIntPanel);
 HWY_EXPORT(GemmFloatPanel);
 
-void gemm_int_panel_simd(const IntPanel& panel, const IntActivations& act, int64_t n_tokens,
-                         float* y, int64_t y_stride, int n_valid_rows) {
-    HWY_DYNAMIC_DISPATCH(GemmIntPanel)(panel, act, n_tokens, y, y_stride, n_valid_rows);
+void gemm_int_panel_simd(const IntPanel& panel, const IntActivations& act, int64_t block_begin,
+                         int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
+                         bool accumulate) {
+    HWY_DYNAMIC_DISPATCH(GemmIntPanel)(panel, act, block_begin, n_tokens, y, y_stride,
+                                       n_valid_rows, accumulate);
 }
 
-void gemm_float_panel_simd(const float* panel, const float* x, int64_t n_cols, int64_t n_tokens,
-                           float* y, int64_t y_stride, int n_valid_rows) {
-    HWY_DYNAMIC_DISPATCH(GemmFloatPanel)(panel, x, n_cols, n_tokens, y, y_stride, n_valid_rows);
+void gemm_float_panel_simd(const float* panel, int64_t n_cols, const float* x, int64_t x_stride,
+                           int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
+                           bool accumulate) {
+    HWY_DYNAMIC_DISPATCH(GemmFloatPanel)(panel, n_cols, x, x_stride, n_tokens, y, y_stride,
+                                         n_valid_rows, accumulate);
 }
 
 }  // namespace minfer::kernels

@@ -1,6 +1,8 @@
 // AVX-512 micro-kernels of the integer GEMM: one panel of kPanelRows = 16 rows (one zmm per
-// token) times a tile of kTokenTile = 8 tokens. Per-target code: included by gemm_simd.cpp once
-// per Highway target, compiled for AVX-512 only.
+// token) times 8, 4, 2 or 1 tokens of a tile of kTokenTile = 8 (the 8-token kernel for whole
+// tiles, the others for the rest of the last tile and for batches of a few tokens: each performs
+// per row and token the same float operations, so the bits do not depend on the batch). Per-target
+// code: included by gemm_simd.cpp once per Highway target, compiled for AVX-512 only.
 //
 // Zen 4 runs vpdpbusd, vpmulld, vmulps and vfmaddps on the same two pipes (measured: each of
 // them costs one vpdpbusd slot), while vcvtdq2ps and vpaddd go elsewhere. So every multiply per
@@ -68,144 +70,219 @@ inline __m512i Dpwssd(__m512i acc, __m512i m, const int32_t* pair) {
 }
 
 // dot[t] = the exact integer dot product of one sub-block of kSub values of the 16 panel rows
-// with token t: starts at the token's correction for the + 128 of the weights.
-template <int kSub, bool kVnni>
+// with token t of T in a tile of W (act and corr point at the first of the T): starts at the token's
+// correction for the + 128 of the weights. With one or two tokens the chain of vpdpbusd into one
+// accumulator would set the pace (5 cycles each), so even and odd groups go to two accumulators
+// added at the end: integer sums, so the result is the same.
+template <int T, int W, int kSub, bool kVnni>
 HWY_INLINE void SubBlockDots(const uint8_t* q, const int8_t* act, const int32_t* corr,
-                             __m512i (&dot)[kTokenTile]) {
+                             __m512i (&dot)[T]) {
+    constexpr int kChains = T <= 2 ? 2 : 1;
+    __m512i part[kChains][T];
 #pragma GCC unroll 8
-    for (int t = 0; t < kTokenTile; ++t) dot[t] = _mm512_set1_epi32(corr[t]);
-    for (int g = 0; g < kSub / 4; ++g) {
-        const __m512i w = _mm512_load_si512(q + g * 4 * kPanelRows);
+    for (int t = 0; t < T; ++t) {
+        part[0][t] = _mm512_set1_epi32(corr[t]);
+        if constexpr (kChains == 2) part[1][t] = _mm512_setzero_si512();
+    }
+    for (int g0 = 0; g0 < kSub / 4; g0 += kChains) {
+#pragma GCC unroll 2
+        for (int c = 0; c < kChains; ++c) {
+            const int g = g0 + c;
+            const __m512i w = _mm512_load_si512(q + g * 4 * kPanelRows);
 #pragma GCC unroll 8
-        for (int t = 0; t < kTokenTile; ++t) {
-            const int8_t* four = act + (g * kTokenTile + t) * 4;
-            dot[t] = kVnni ? DpbusdVnni(dot[t], w, four) : DpbusdEmulated(dot[t], w, four);
+            for (int t = 0; t < T; ++t) {
+                const int8_t* four = act + (g * W + t) * 4;
+                part[c][t] = kVnni ? DpbusdVnni(part[c][t], w, four)
+                                   : DpbusdEmulated(part[c][t], w, four);
+            }
         }
     }
-}
-
-HWY_INLINE void StoreTile(const __m512 (&acc)[kTokenTile], float* y, int64_t y_stride,
-                          int n_valid_rows, int n_valid_tokens) {
-    const auto mask = static_cast<__mmask16>((1u << n_valid_rows) - 1u);
 #pragma GCC unroll 8
-    for (int t = 0; t < kTokenTile; ++t) {
-        if (t < n_valid_tokens) _mm512_mask_storeu_ps(y + t * y_stride, mask, acc[t]);
+    for (int t = 0; t < T; ++t) {
+        dot[t] = kChains == 2 ? _mm512_add_epi32(part[0][t], part[1][t]) : part[0][t];
     }
 }
 
-// 32-value blocks (Q4_0, Q5_0, Q8_0, IQ4_NL; Q4_1 and Q5_1 with kMin).
-template <bool kMin, bool kVnni>
-void Block32Tile(const IntPanel& p, const IntActivations& a, int64_t tile, float* y,
-                 int64_t y_stride, int n_valid_rows, int n_valid_tokens) {
-    __m512 acc[kTokenTile];
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokenTile; ++t) acc[t] = _mm512_setzero_ps();
-    const int8_t* act = a.q_tile(tile);
-    const int32_t* corr = a.corr + a.sub_tile(tile);
-    const float* d = a.d + a.block_tile(tile);
+// Where a kernel finds its T tokens: slot `slot` of tile `tile` and the next T - 1, and which
+// block of the activation row the panel's block 0 is (a panel may hold a chunk of the columns).
+struct TokenRun {
+    int64_t tile;
+    int slot;
+    int64_t block0;
+};
+
+// 32-value blocks (Q4_0, Q5_0, Q8_0, IQ4_NL; Q4_1 and Q5_1 with kMin). Per row and token the
+// float operations are, block after block: sd = d * d_a, acc = fma(float(dot), sd, acc), and
+// with kMin acc = fma(m, s_a, acc): the same whatever T, so every token count gives the same bits.
+template <int T, int W, bool kMin, bool kVnni>
+HWY_INLINE void Block32Blocks(const IntPanel& p, const IntActivations& a, const TokenRun& run,
+                              __m512 (&acc)[T]) {
+    const int8_t* act = a.q_tile(run.tile) + run.slot * 4;
+    const int32_t* corr = a.corr + a.sub_tile(run.tile) + run.slot;
+    const float* d = a.d + a.block_tile(run.tile) + run.slot;
+    const float* sum = kMin ? a.sum + a.block_tile(run.tile) + run.slot : nullptr;
     for (int64_t b = 0; b < p.n_blocks; ++b) {
-        __m512i dot[kTokenTile];
-        SubBlockDots<32, kVnni>(p.q + b * 32 * kPanelRows, act + b * 32 * kTokenTile,
-                                corr + b * kTokenTile, dot);
+        const int64_t ab = run.block0 + b;  // block of the activation row
+        __m512i dot[T];
+        SubBlockDots<T, W, 32, kVnni>(p.q + b * 32 * kPanelRows, act + ab * 32 * W, corr + ab * W,
+                                      dot);
         const __m512 dw = _mm512_load_ps(p.d + b * kPanelRows);
 #pragma GCC unroll 8
-        for (int t = 0; t < kTokenTile; ++t) {
-            const __m512 sd = _mm512_mul_ps(dw, _mm512_set1_ps(d[b * kTokenTile + t]));
+        for (int t = 0; t < T; ++t) {
+            const __m512 sd = _mm512_mul_ps(dw, _mm512_set1_ps(d[ab * W + t]));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[t]), sd, acc[t]);
         }
         if constexpr (kMin) {
             const __m512 offset = _mm512_load_ps(p.min_scale + b * kPanelRows);
-            const float* sum = a.sum + a.block_tile(tile) + b * kTokenTile;
 #pragma GCC unroll 8
-            for (int t = 0; t < kTokenTile; ++t) {
-                acc[t] = _mm512_fmadd_ps(offset, _mm512_set1_ps(sum[t]), acc[t]);
+            for (int t = 0; t < T; ++t) {
+                acc[t] = _mm512_fmadd_ps(offset, _mm512_set1_ps(sum[ab * W + t]), acc[t]);
             }
         }
     }
-    StoreTile(acc, y, y_stride, n_valid_rows, n_valid_tokens);
 }
 
-// 256-value blocks of kSubs sub-blocks of kSub values (K-quants, IQ4_XS, TQ1_0, TQ2_0).
-template <int kSub, bool kMin, bool kVnni>
-void SuperBlockTile(const IntPanel& p, const IntActivations& a, int64_t tile, float* y,
-                    int64_t y_stride, int n_valid_rows, int n_valid_tokens) {
+// 256-value blocks of 256 / kSub sub-blocks of kSub values (K-quants, IQ4_XS, TQ1_0, TQ2_0). Per
+// row and token, once per block: acc = fma(d_a, fma(float(msum), -dmin, float(isum) * d), acc)
+// with kMin, else acc = fma(float(isum), d * d_a, acc); isum and msum are exact integers.
+template <int T, int W, int kSub, bool kMin, bool kVnni>
+HWY_INLINE void SuperBlockBlocks(const IntPanel& p, const IntActivations& a, const TokenRun& run,
+                                 __m512 (&acc)[T]) {
     constexpr int kSubs = 256 / kSub;
-    __m512 acc[kTokenTile];
-#pragma GCC unroll 8
-    for (int t = 0; t < kTokenTile; ++t) acc[t] = _mm512_setzero_ps();
-    const int8_t* act = a.q_tile(tile);
-    const int32_t* corr = a.corr + a.sub_tile(tile);
-    const float* d = a.d + a.block_tile(tile);
+    const int8_t* act = a.q_tile(run.tile) + run.slot * 4;
+    const int32_t* corr = a.corr + a.sub_tile(run.tile) + run.slot;
+    const float* d = a.d + a.block_tile(run.tile) + run.slot;
     for (int64_t b = 0; b < p.n_blocks; ++b) {
-        __m512i isum[kTokenTile];
+        const int64_t ab = run.block0 + b;
+        __m512i isum[T];
 #pragma GCC unroll 8
-        for (int t = 0; t < kTokenTile; ++t) isum[t] = _mm512_setzero_si512();
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
         for (int j = 0; j < kSubs; ++j) {
-            const int64_t s = b * kSubs + j;
-            __m512i dot[kTokenTile];
-            SubBlockDots<kSub, kVnni>(p.q + s * kSub * kPanelRows, act + s * kSub * kTokenTile,
-                                      corr + s * kTokenTile, dot);
+            const int64_t s = b * kSubs + j, as = ab * kSubs + j;
+            __m512i dot[T];
+            SubBlockDots<T, W, kSub, kVnni>(p.q + s * kSub * kPanelRows, act + as * kSub * W,
+                                            corr + as * W, dot);
             const __m512i scale = _mm512_load_si512(p.scale + s * kPanelRows);
 #pragma GCC unroll 8
-            for (int t = 0; t < kTokenTile; ++t) {
+            for (int t = 0; t < T; ++t) {
                 isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot[t], scale));
             }
         }
         const __m512 dw = _mm512_load_ps(p.d + b * kPanelRows);
         if constexpr (kMin) {
-            __m512i msum[kTokenTile];
+            __m512i msum[T];
 #pragma GCC unroll 8
-            for (int t = 0; t < kTokenTile; ++t) msum[t] = _mm512_setzero_si512();
-            const int32_t* bsum = a.bsum + a.pair_tile(tile) + b * (kSubs / 2) * kTokenTile;
+            for (int t = 0; t < T; ++t) msum[t] = _mm512_setzero_si512();
+            const int32_t* bsum =
+                a.bsum + a.pair_tile(run.tile) + ab * (kSubs / 2) * W + run.slot;
             for (int j = 0; j < kSubs / 2; ++j) {
                 const __m512i mins = _mm512_load_si512(p.mins + (b * (kSubs / 2) + j) * kPanelRows);
 #pragma GCC unroll 8
-                for (int t = 0; t < kTokenTile; ++t) {
-                    msum[t] = Dpwssd<kVnni>(msum[t], mins, bsum + j * kTokenTile + t);
+                for (int t = 0; t < T; ++t) {
+                    msum[t] = Dpwssd<kVnni>(msum[t], mins, bsum + j * W + t);
                 }
             }
             const __m512 neg_dmin = _mm512_load_ps(p.min_scale + b * kPanelRows);
 #pragma GCC unroll 8
-            for (int t = 0; t < kTokenTile; ++t) {
+            for (int t = 0; t < T; ++t) {
                 const __m512 block =
                     _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum[t]), neg_dmin,
                                     _mm512_mul_ps(_mm512_cvtepi32_ps(isum[t]), dw));
-                acc[t] = _mm512_fmadd_ps(block, _mm512_set1_ps(d[b * kTokenTile + t]), acc[t]);
+                acc[t] = _mm512_fmadd_ps(block, _mm512_set1_ps(d[ab * W + t]), acc[t]);
             }
         } else {
 #pragma GCC unroll 8
-            for (int t = 0; t < kTokenTile; ++t) {
-                const __m512 sd = _mm512_mul_ps(dw, _mm512_set1_ps(d[b * kTokenTile + t]));
+            for (int t = 0; t < T; ++t) {
+                const __m512 sd = _mm512_mul_ps(dw, _mm512_set1_ps(d[ab * W + t]));
                 acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), sd, acc[t]);
             }
         }
     }
-    StoreTile(acc, y, y_stride, n_valid_rows, n_valid_tokens);
 }
 
-using TileKernel = void (*)(const IntPanel&, const IntActivations&, int64_t, float*, int64_t, int,
-                            int);
+// T tokens of one run against the panel: the accumulators start at 0, or at the values in y when
+// `accumulate` (the panel holds a later chunk of the columns: stored and reloaded floats are the
+// same floats, so chunking changes no bit), and end in y (valid rows only).
+template <int T, class Blocks>
+HWY_INLINE void RunTile(const IntPanel& p, const IntActivations& a, const TokenRun& run, float* y,
+                        int64_t y_stride, int n_valid_rows, bool accumulate, Blocks blocks) {
+    const auto mask = static_cast<__mmask16>((1u << n_valid_rows) - 1u);
+    __m512 acc[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+        acc[t] = accumulate ? _mm512_maskz_loadu_ps(mask, y + t * y_stride) : _mm512_setzero_ps();
+    }
+    blocks(p, a, run, acc);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * y_stride, mask, acc[t]);
+}
 
-template <bool kVnni>
+using TileKernel = void (*)(const IntPanel&, const IntActivations&, const TokenRun&, float*,
+                            int64_t, int, bool);
+
+template <int T, int W, bool kMin, bool kVnni>
+void Block32Tile(const IntPanel& p, const IntActivations& a, const TokenRun& run, float* y,
+                 int64_t y_stride, int n_valid_rows, bool accumulate) {
+    RunTile<T>(p, a, run, y, y_stride, n_valid_rows, accumulate,
+               [](const IntPanel& pp, const IntActivations& aa, const TokenRun& rr,
+                  __m512(&acc)[T]) { Block32Blocks<T, W, kMin, kVnni>(pp, aa, rr, acc); });
+}
+
+template <int T, int W, int kSub, bool kMin, bool kVnni>
+void SuperBlockTile(const IntPanel& p, const IntActivations& a, const TokenRun& run, float* y,
+                    int64_t y_stride, int n_valid_rows, bool accumulate) {
+    RunTile<T>(p, a, run, y, y_stride, n_valid_rows, accumulate,
+               [](const IntPanel& pp, const IntActivations& aa, const TokenRun& rr,
+                  __m512(&acc)[T]) { SuperBlockBlocks<T, W, kSub, kMin, kVnni>(pp, aa, rr, acc); });
+}
+
+template <int T, int W, bool kVnni>
 TileKernel PickTileKernel(const IntPanel& p) {
     if (p.subs_per_block == 1) {
-        return p.has_min ? Block32Tile<true, kVnni> : Block32Tile<false, kVnni>;
+        return p.has_min ? Block32Tile<T, W, true, kVnni> : Block32Tile<T, W, false, kVnni>;
     }
     if (p.sub_size == 32) {
-        return p.has_min ? SuperBlockTile<32, true, kVnni> : SuperBlockTile<32, false, kVnni>;
+        return p.has_min ? SuperBlockTile<T, W, 32, true, kVnni>
+                         : SuperBlockTile<T, W, 32, false, kVnni>;
     }
-    return p.has_min ? SuperBlockTile<16, true, kVnni> : SuperBlockTile<16, false, kVnni>;
+    return p.has_min ? SuperBlockTile<T, W, 16, true, kVnni>
+                     : SuperBlockTile<T, W, 16, false, kVnni>;
 }
 
-// Every token tile (the last one padded with zero activations) against one panel.
-inline void GemmIntPanelAvx3(const IntPanel& p, const IntActivations& a, int64_t n_tokens, float* y,
-                             int64_t y_stride, int n_valid_rows) {
-    const TileKernel kernel =
-        x86_vnni_available() ? PickTileKernel<true>(p) : PickTileKernel<false>(p);
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenTile) {
-        const auto n_valid_tokens = static_cast<int>(std::min<int64_t>(kTokenTile, n_tokens - t0));
-        kernel(p, a, t0 / kTokenTile, y + t0 * y_stride, y_stride, n_valid_rows, n_valid_tokens);
+// The kernels for 8, 4, 2 and 1 tokens of 8-token tiles, and for a lone token (tiles of 1).
+struct TileKernels {
+    TileKernel k8, k4, k2, k1, lone;
+};
+template <bool kVnni>
+TileKernels PickTileKernels(const IntPanel& p) {
+    return {PickTileKernel<8, kTokenTile, kVnni>(p), PickTileKernel<4, kTokenTile, kVnni>(p),
+            PickTileKernel<2, kTokenTile, kVnni>(p), PickTileKernel<1, kTokenTile, kVnni>(p),
+            PickTileKernel<1, 1, kVnni>(p)};
+}
+
+// Every token against one panel: whole tiles of 8 tokens, then the rest of the last tile as 4, 2
+// and 1 tokens, so that no padding token is multiplied (1 token costs an eighth of a tile).
+inline void GemmIntPanelAvx3(const IntPanel& p, const IntActivations& a, int64_t block0,
+                             int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
+                             bool accumulate) {
+    const TileKernels k = x86_vnni_available() ? PickTileKernels<true>(p) : PickTileKernels<false>(p);
+    if (a.width == 1) {
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            k.lone(p, a, TokenRun{t, 0, block0}, y + t * y_stride, y_stride, n_valid_rows,
+                   accumulate);
+        }
+        return;
     }
+    int64_t t = 0;
+    auto run = [&](TileKernel kernel, int count) {
+        const TokenRun at{t / kTokenTile, static_cast<int>(t % kTokenTile), block0};
+        kernel(p, a, at, y + t * y_stride, y_stride, n_valid_rows, accumulate);
+        t += count;
+    };
+    while (t + kTokenTile <= n_tokens) run(k.k8, kTokenTile);
+    if (t + 4 <= n_tokens) run(k.k4, 4);
+    if (t + 2 <= n_tokens) run(k.k2, 2);
+    if (t < n_tokens) run(k.k1, 1);
 }
 
 #endif  // HWY_TARGET == HWY_AVX3

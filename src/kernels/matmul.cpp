@@ -97,26 +97,41 @@ bool matmul_supports(GgmlType type) {
     return can_dequantize(type) && type != GgmlType::Q8_K;
 }
 
-MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int n_threads)
+MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int n_threads,
+                     MatmulMode mode)
     : w_(w), x_(x), y_(y), n_tokens_(n_tokens), n_threads_(n_threads) {
     validate(w, n_tokens);
     float_weights_ = is_float_weight(w.type);
     // F16/BF16 activations are kept as rounded f32 values.
     act_type_ = float_weights_ ? GgmlType::F32 : activation_type(w.type);
     act_row_ = kernels::activation_row_bytes(act_type_, w.n_cols);
+    // The scalar reference computes each output on its own (one dot_row_scalar per row and
+    // token), so it is batch-invariant as it is.
     scalar_ = kernel_path() == KernelPath::kScalar;
-    // Below 16 tokens repeated GEMV is cheaper when a SIMD GEMV kernel exists: the panels are
-    // unpacked by scalar code, and unpacking a whole matrix costs about as much as 15 GEMV
-    // passes over it (4096 x 4096 Q4_0), which only a larger batch amortizes.
+    // Below 16 tokens repeated GEMV is cheaper when a SIMD GEMV kernel exists: unpacking a whole
+    // matrix costs about as much as 15 GEMV passes over it (4096 x 4096 Q4_0), which only a larger
+    // batch amortizes. The batch-invariant mode pays that price to keep the GEMM's arithmetic.
     constexpr int64_t kGemmMinTokens = 16;
-    gemm_ = !scalar_ && n_tokens > 1 && (n_tokens >= kGemmMinTokens || !kernels::gemv_simd_handles(w.type));
+    gemm_ = !scalar_ && (mode == MatmulMode::kBatchInvariant ||
+                         (n_tokens > 1 && (n_tokens >= kGemmMinTokens ||
+                                           !kernels::gemv_simd_handles(w.type))));
+    // Below 16 tokens the panels are unpacked a chunk of columns at a time, each chunk multiplied
+    // while it is in L1 (a 16-row panel of 4864 Q4_0 columns is 78 KiB, more than L1's 32 KiB):
+    // 16 x 1024 quant bytes, or 16 x 256 floats.
+    const int64_t block = block_size(w.type);
+    const int64_t chunk_values = float_weights_ ? 256 : 1024;
+    chunk_cols_ = gemm_ && n_tokens < kGemmMinTokens
+                      ? std::min(w.n_cols, std::max(block, chunk_values / block * block))
+                      : w.n_cols;
     copy_x_ = w.type != GgmlType::F32;
     const auto tokens = static_cast<std::size_t>(n_tokens);
     act_bytes_ = copy_x_ ? align64(tokens * act_row_) : 0;
-    int_act_bytes_ = gemm_ && !float_weights_ ? align64(kernels::int_activations_bytes(w.type, w.n_cols, n_tokens)) : 0;
+    int_act_bytes_ = gemm_ && !float_weights_
+                         ? align64(kernels::int_activations_bytes(w.type, w.n_cols, n_tokens))
+                         : 0;
     panel_bytes_ = !gemm_ ? 0
-                   : float_weights_ ? kernels::float_panel_bytes(w.n_cols)
-                                    : align64(kernels::int_panel_bytes(w.type, w.n_cols));
+                   : float_weights_ ? kernels::float_panel_bytes(chunk_cols_)
+                                    : align64(kernels::int_panel_bytes(w.type, chunk_cols_));
 }
 
 std::size_t MatmulJob::scratch_bytes() const {
@@ -131,7 +146,8 @@ void MatmulJob::bind(std::byte* scratch) {
 
 bool MatmulJob::can_share_activations(const MatmulJob& other) const {
     return other.x_ == x_ && other.n_tokens_ == n_tokens_ && other.w_.n_cols == w_.n_cols &&
-           other.w_.type == w_.type && other.gemm_ == gemm_ && other.n_threads_ == n_threads_;
+           other.w_.type == w_.type && other.gemm_ == gemm_ && other.n_threads_ == n_threads_ &&
+           other.chunk_cols_ == chunk_cols_;
 }
 
 void MatmulJob::share_activations_of(const MatmulJob& other) {
@@ -142,7 +158,9 @@ void MatmulJob::share_activations_of(const MatmulJob& other) {
     activations_shared_ = true;
 }
 
-bool MatmulJob::converts_serially() const { return !gemm_ && n_tokens_ == 1; }
+bool MatmulJob::converts_serially() const {
+    return n_tokens_ == 1;
+}
 
 void MatmulJob::run_phase(int phase, int i, int n) const {
     if (n_tokens_ == 0) return;
@@ -168,26 +186,52 @@ void MatmulJob::run_phase(int phase, int i, int n) const {
     const int64_t n_panels = (w_.n_rows + kernels::kPanelRows - 1) / kernels::kPanelRows;
     std::byte* panel_memory = panels_ + panel_bytes_ * static_cast<std::size_t>(i);
     const auto [p0, p1] = split(n_panels, i, n, 1);
+    const kernels::IntActivations ia =
+        float_weights_ ? kernels::IntActivations{}
+                       : kernels::int_activations_at(int_act_data_, w_.type, w_.n_cols, n_tokens_);
+    const auto* xf = reinterpret_cast<const float*>(act_data_);
+    const int64_t block = block_size(w_.type);
+    const auto row_bytes = static_cast<int64_t>(row_size(w_.type, w_.n_cols));
+    const auto chunk_bytes = static_cast<int64_t>(row_size(w_.type, chunk_cols_));
+    // Few tokens spend little time per panel, so the unpacking prefetches the next panel or chunk
+    // (a panel of 16 x 896 Q4_0 values takes about 1 us); many tokens leave it in memory too long.
+    const bool prefetch = chunk_cols_ < w_.n_cols || n_tokens_ < 16;
     for (int64_t p = p0; p < p1; ++p) {
         const int64_t row0 = p * kernels::kPanelRows;
         const int valid = static_cast<int>(std::min<int64_t>(kernels::kPanelRows, w_.n_rows - row0));
-        if (float_weights_) {
-            auto* panel = reinterpret_cast<float*>(panel_memory);
-            kernels::fill_float_panel(w_, row0, panel);
-            kernels::gemm_float_panel_simd(panel, reinterpret_cast<const float*>(act_data_), w_.n_cols, n_tokens_,
-                                           y_ + row0, w_.n_rows, valid);
-        } else {
-            const kernels::IntPanel panel = kernels::int_panel_at(panel_memory, w_.type, w_.n_cols);
-            kernels::fill_int_panel(w_, row0, panel);
-            const kernels::IntActivations ia = kernels::int_activations_at(int_act_data_, w_.type, w_.n_cols, n_tokens_);
-            kernels::gemm_int_panel_simd(panel, ia, n_tokens_, y_ + row0, w_.n_rows, valid);
+        // Chunks of columns in order; each continues the sums of the previous ones in y.
+        for (int64_t c0 = 0; c0 < w_.n_cols; c0 += chunk_cols_) {
+            const int64_t cols = std::min(chunk_cols_, w_.n_cols - c0);
+            // Bytes from this chunk to the next: the next chunk of the row, else the first of the
+            // next panel.
+            int64_t next = 0;
+            if (prefetch && c0 + chunk_cols_ < w_.n_cols) {
+                next = chunk_bytes;
+            } else if (prefetch && p + 1 < p1) {
+                next = kernels::kPanelRows * row_bytes - static_cast<int64_t>(row_size(w_.type, c0));
+            }
+            if (float_weights_) {
+                auto* panel = reinterpret_cast<float*>(panel_memory);
+                kernels::fill_float_panel(w_, row0, c0, cols, panel, next);
+                kernels::gemm_float_panel_simd(panel, cols, xf + c0, w_.n_cols, n_tokens_,
+                                               y_ + row0, w_.n_rows, valid, c0 > 0);
+            } else if (n_tokens_ == 1 &&
+                       kernels::gemv_panel_simd(w_, row0, c0 / block, cols / block, ia, y_ + row0,
+                                                c0 > 0, next)) {
+                continue;  // unpacked in registers
+            } else {
+                const kernels::IntPanel panel = kernels::int_panel_at(panel_memory, w_.type, cols);
+                kernels::fill_int_panel(w_, row0, c0 / block, panel, next);
+                kernels::gemm_int_panel_simd(panel, ia, c0 / block, n_tokens_, y_ + row0,
+                                             w_.n_rows, valid, c0 > 0);
+            }
         }
     }
 }
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-            MatmulScratch& scratch) {
-    MatmulJob job(w, x, n_tokens, y, pool.size());
+            MatmulScratch& scratch, MatmulMode mode) {
+    MatmulJob job(w, x, n_tokens, y, pool.size(), mode);
     if (n_tokens == 0) return;
     job.bind(scratch.reserve(job.scratch_bytes()));
     if (job.converts_serially()) {

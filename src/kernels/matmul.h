@@ -8,6 +8,7 @@
 // One token takes the GEMV path (memory-bound: rows split across threads, each weight byte read
 // once); 16 tokens or more take the GEMM path (16 rows at a time unpacked into a panel that every
 // token then reuses); in between, GEMV runs once per token where a SIMD GEMV kernel exists.
+// MatmulMode::kBatchInvariant takes the GEMM path's arithmetic for every token count instead.
 
 #include <cstddef>
 #include <cstdint>
@@ -41,13 +42,28 @@ class MatmulScratch {
     std::vector<Line> buffer_;
 };
 
+// How matmul may order its floating-point operations.
+enum class MatmulMode {
+    // The fastest kernels for the token count. The integer parts of the dot products are exact
+    // whatever the kernel, but GEMV and GEMM sum the float terms in different orders, so a token's
+    // outputs may differ in the last bits depending on how many tokens share the call.
+    kFastest,
+    // Every output y[t][r] is computed by the same sequence of floating-point operations whatever
+    // n_tokens, the token's place in the batch and the thread count: the GEMM panel arithmetic
+    // (per row and token, one accumulator updated block after block, in column order) for every
+    // token count, so a token alone gives the same bits as beside 15 others, and a prompt the same
+    // bits in one chunk or many. The bits still depend on the kernel path (Highway target, VNNI).
+    // One token costs an unpacking of the weights into panels that GEMV does not need.
+    kBatchInvariant,
+};
+
 // True if matmul handles weights of this type.
 bool matmul_supports(GgmlType type);
 
 // Throws UnsupportedError for a type it does not handle and UsageError for inconsistent shapes
 // (n_cols not a multiple of the block size, data shorter than n_rows rows, n_tokens < 0).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-            MatmulScratch& scratch);
+            MatmulScratch& scratch, MatmulMode mode = MatmulMode::kFastest);
 
 // The same product as a job that the threads of an already running pool execute in two phases,
 // with a barrier between them: phase 0 converts the activations (split by tokens), phase 1
@@ -55,7 +71,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
 class MatmulJob {
 public:
     // Validates like matmul().
-    MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int n_threads);
+    MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int n_threads,
+              MatmulMode mode = MatmulMode::kFastest);
 
     // 64-byte aligned working memory the job needs; bind() it before running.
     std::size_t scratch_bytes() const;
@@ -81,6 +98,8 @@ private:
     std::size_t act_row_ = 0;
     bool float_weights_ = false, scalar_ = false, gemm_ = false, copy_x_ = false;
     bool activations_shared_ = false;
+    // GEMM panels hold chunk_cols_ columns at a time (all of them for 16 tokens or more).
+    int64_t chunk_cols_ = 0;
     std::size_t act_bytes_ = 0, int_act_bytes_ = 0, panel_bytes_ = 0;
     std::byte* act_data_ = nullptr;
     std::byte* int_act_data_ = nullptr;

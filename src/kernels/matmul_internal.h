@@ -70,17 +70,22 @@ struct IntPanel {
 };
 std::size_t int_panel_bytes(GgmlType type, int64_t n_cols);
 IntPanel int_panel_at(std::byte* memory, GgmlType type, int64_t n_cols);
-// Unpacks rows [row_begin, row_begin + kPanelRows) (clipped at n_rows) into the panel.
-void fill_int_panel(const WeightMatrix& w, int64_t row_begin, const IntPanel& panel);
+// Unpacks blocks [block_begin, block_begin + panel.n_blocks) of rows [row_begin, row_begin +
+// kPanelRows) (clipped at n_rows) into the panel (int_panel_at of that many columns). Where SIMD
+// unpacks, the bytes prefetch_delta further (the next panel or chunk; 0: none) are prefetched.
+void fill_int_panel(const WeightMatrix& w, int64_t row_begin, int64_t block_begin,
+                    const IntPanel& panel, int64_t prefetch_delta = 0);
 
-// Activations of the integer GEMM, in tiles of kTokenTile tokens (the last tile padded with
-// zeros), so that a kernel reads all of a tile's tokens through one pointer:
-//   q:    per tile, per group of 4 values: kTokenTile tokens x 4 int8 (32 bytes),
+// Activations of the integer GEMM, in tiles of `width` tokens: kTokenTile, or 1 for a single token
+// (dense rows: a padded tile would spread one token's 4-value groups 32 bytes apart, 8 times the
+// L1 footprint). There is room for a whole last tile; the kernels never read its unused slots.
+// A kernel reads a tile's tokens through one pointer:
+//   q:    per tile, per group of 4 values: width tokens x 4 int8 (32 bytes for 8 tokens),
 //   corr: per tile, sub-block and token: -128 * sum(q) (undoes the + 128 of the weights) (int32),
 //   d:    per tile, block and token: the activation scale (f32),
 //   sum:  per tile, block and token: Q8_1's s = d * sum(q) (f32; 32-value blocks with has_min),
-//   bsum: per tile, pair of sub-blocks and token: the two sums of q as int16 (low half: the
-//         even sub-block) (256-value blocks with has_min).
+//   bsum: per tile, pair of sub-blocks and token: the two sums of q as int16 (low half: the even
+//         sub-block) (256-value blocks with has_min).
 inline constexpr int kTokenTile = 8;
 struct IntActivations {
     const int8_t* q;
@@ -91,11 +96,12 @@ struct IntActivations {
     int64_t n_cols;
     int64_t n_sub;
     int64_t n_blocks;
+    int width;  // tokens per tile
     // Start of tile `tile`'s data in each array.
-    const int8_t* q_tile(int64_t tile) const { return q + tile * n_cols * kTokenTile; }
-    int64_t sub_tile(int64_t tile) const { return tile * n_sub * kTokenTile; }
-    int64_t block_tile(int64_t tile) const { return tile * n_blocks * kTokenTile; }
-    int64_t pair_tile(int64_t tile) const { return tile * (n_sub / 2) * kTokenTile; }
+    const int8_t* q_tile(int64_t tile) const { return q + tile * n_cols * width; }
+    int64_t sub_tile(int64_t tile) const { return tile * n_sub * width; }
+    int64_t block_tile(int64_t tile) const { return tile * n_blocks * width; }
+    int64_t pair_tile(int64_t tile) const { return tile * (n_sub / 2) * width; }
 };
 std::size_t int_activations_bytes(GgmlType weight_type, int64_t n_cols, int64_t n_tokens);
 IntActivations int_activations_at(std::byte* memory, GgmlType weight_type, int64_t n_cols,
@@ -107,6 +113,9 @@ void fill_int_activations(GgmlType weight_type, const Activations& act, int64_t 
 
 // Float panel (F32/F16/BF16 weights): per column k, kPanelRows f32 values (rows past the end 0).
 std::size_t float_panel_bytes(int64_t n_cols);
-void fill_float_panel(const WeightMatrix& w, int64_t row_begin, float* panel);
+// Columns [col_begin, col_begin + n_cols) of rows [row_begin, row_begin + kPanelRows), with the
+// same prefetching as fill_int_panel.
+void fill_float_panel(const WeightMatrix& w, int64_t row_begin, int64_t col_begin, int64_t n_cols,
+                      float* panel, int64_t prefetch_delta = 0);
 
 }  // namespace minfer::kernels

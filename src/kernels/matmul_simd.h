@@ -13,17 +13,37 @@ bool gemv_simd_handles(GgmlType type);
 bool gemv_rows_simd(const WeightMatrix& w, const Activations& act, int64_t row_begin,
                     int64_t row_end, float* y);
 
-// Unpacks a whole panel with SIMD (AVX-512: Q4_0, Q5_0, Q8_0, Q4_K, Q6_K) exactly as
-// fill_int_panel does; returns false when it does not handle the type, target or rows.
-bool fill_int_panel_simd(const WeightMatrix& w, int64_t row_begin, const IntPanel& panel);
+// Unpacks blocks [block_begin, block_begin + panel.n_blocks) of a whole panel's rows with SIMD
+// (AVX-512: Q4_0, Q5_0, Q8_0, Q4_K, Q6_K) exactly as fill_int_panel does, prefetching the same
+// bytes prefetch_delta further (what the next panel or chunk reads; 0: none); returns false when
+// it does not handle the type, target or rows.
+bool fill_int_panel_simd(const WeightMatrix& w, int64_t row_begin, int64_t block_begin,
+                         const IntPanel& panel, int64_t prefetch_delta);
 
-// One integer panel times every token: y[t * y_stride + r] for its n_valid_rows rows.
-void gemm_int_panel_simd(const IntPanel& panel, const IntActivations& act, int64_t n_tokens,
-                         float* y, int64_t y_stride, int n_valid_rows);
+// The same for float panels: columns [col_begin, col_begin + n_cols) (AVX-512: F32, F16, BF16).
+bool fill_float_panel_simd(const WeightMatrix& w, int64_t row_begin, int64_t col_begin,
+                           int64_t n_cols, float* panel, int64_t prefetch_delta);
 
-// One float panel times every token of x ([n_tokens][n_cols] f32).
-void gemm_float_panel_simd(const float* panel, const float* x, int64_t n_cols, int64_t n_tokens,
-                           float* y, int64_t y_stride, int n_valid_rows);
+// One token against blocks [block_begin, block_begin + n_blocks) of rows [row_begin, row_begin +
+// 16), unpacked in registers rather than into a panel (AVX-512: Q4_0, Q5_0, Q8_0, Q4_K, Q6_K;
+// whole panels; act of one token): y[r] as gemm_int_panel_simd computes it, bit for bit, with the
+// same `accumulate` and the prefetching of fill_int_panel_simd; false when not handled.
+bool gemv_panel_simd(const WeightMatrix& w, int64_t row_begin, int64_t block_begin,
+                     int64_t n_blocks, const IntActivations& act, float* y, bool accumulate,
+                     int64_t prefetch_delta);
+
+// One integer panel times tokens [0, n_tokens): y[t * y_stride + r] for its n_valid_rows rows.
+// The panel holds blocks [block_begin, block_begin + panel.n_blocks) of its rows (all of them, or
+// a chunk); with `accumulate` the sums continue from the values in y (the previous chunks').
+void gemm_int_panel_simd(const IntPanel& panel, const IntActivations& act, int64_t block_begin,
+                         int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
+                         bool accumulate);
+
+// One float panel of n_cols columns times tokens [0, n_tokens) of x (token t at x + t * x_stride,
+// x pointing at the panel's first column), accumulating into y like gemm_int_panel_simd.
+void gemm_float_panel_simd(const float* panel, int64_t n_cols, const float* x, int64_t x_stride,
+                           int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
+                           bool accumulate);
 
 // Activation quantization with SIMD, bit-identical with activation_quant.h.
 void quantize_activations_simd(GgmlType activation_type, const float* x, std::byte* out, int64_t n);

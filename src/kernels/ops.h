@@ -6,6 +6,7 @@
 #include <span>
 
 #include "kernels/matmul.h"
+#include "kernels/rope_style.h"
 #include "kernels/vector_ops.h"  // row conversions f32 <-> f16
 
 namespace minfer {
@@ -14,10 +15,6 @@ namespace minfer {
 // f32 products is accumulated in double, as ggml does. y may alias x.
 void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
 
-enum class RopeStyle {
-    kNormal,  // rotates adjacent pairs (x[2i], x[2i+1]) (llama)
-    kNeox,    // rotates (x[i], x[i + n_dims/2]) (qwen2, neox)
-};
 
 struct RopeConfig {
     RopeStyle style = RopeStyle::kNormal;

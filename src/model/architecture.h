@@ -1,25 +1,45 @@
 #pragma once
-// The registry of model architectures (general.architecture). An architecture says which optional
-// tensors its blocks have and how it rotates positions; the decoder graph builder reads these
-// traits. Adding one: a file arch_NAME.cpp defining NAME_architecture() and a line in
-// architecture.cpp's table.
+// The registry of model architectures (general.architecture). An architecture is data plus one
+// small builder: `configure` reads the metadata into per-layer configurations, `bind` binds the
+// weights those configurations call for and returns the object that records the forward pass of
+// a batch as a Graph. Adding one: a file arch_NAME.cpp defining NAME_architecture() and a line in
+// architecture.cpp's table; a new block structure brings its own ModelGraph (see
+// decoder_graph.cpp for the pre-norm decoder of llama, qwen2 and qwen3).
 
-#include <string>
+#include <memory>
 #include <string_view>
 #include <vector>
 
+#include "gguf/gguf_metadata.h"
+#include "model/graph.h"
+#include "model/hparams.h"
+#include "model/layer_config.h"
+#include "model/weights.h"
+
 namespace minfer {
 
-enum class RopeKind {
-    Normal,  // rotates adjacent pairs (x[2i], x[2i+1]): llama
-    Neox,    // rotates halves (x[i], x[i + n_rot/2]): qwen2, qwen3, gpt-neox
+// An architecture bound to one file's weights: records the graph of any batch.
+class ModelGraph {
+  public:
+    virtual ~ModelGraph() = default;
+    // The forward pass of `in` (tokens, positions, cache slots, block tables, output rows) in a
+    // cache of kv_block_size positions per block. The graph points at weights this object owns
+    // views of, so it must not outlive the model.
+    virtual Graph record(BatchInputs in, int64_t kv_block_size) const = 0;
+};
+
+struct ModelConfig {
+    HParams hp;
+    std::vector<LayerConfig> layers;  // [n_layer]
 };
 
 struct Architecture {
-    std::string_view name;  // as in general.architecture and the hyperparameter key prefix
-    RopeKind rope_kind = RopeKind::Normal;
-    bool qkv_bias = false;  // blk.N.attn_{q,k,v}.bias present (qwen2)
-    bool qk_norm = false;   // blk.N.attn_{q,k}_norm.weight: per-head RMSNorm before RoPE (qwen3)
+    std::string_view name;  // as in general.architecture and the metadata key prefix
+    // Reads and validates the hyperparameters (hp.n_vocab is set later, from the embeddings).
+    ModelConfig (*configure)(const GgufMetadata& meta);
+    // Binds every tensor the configuration needs (FormatError naming a missing or misshapen
+    // tensor, UnsupportedError for a type the kernels cannot use).
+    std::unique_ptr<ModelGraph> (*bind)(WeightBinder& binder, const ModelConfig& config);
 };
 
 // Throws UnsupportedError listing the supported architectures.

@@ -1,20 +1,15 @@
 #pragma once
-// Records the forward pass of a pre-norm decoder (llama, qwen2, qwen3) for one micro-batch.
+// The pre-norm decoder of llama, qwen2 and qwen3: per layer, RMSNorm -> Q/K/V projections
+// (+ biases, + per-head Q/K norms when the layer config says) -> RoPE -> attention over the paged
+// cache -> output projection -> residual; RMSNorm -> SwiGLU feed-forward -> residual. Tied or
+// separate output matrix, optional Llama 3.1 RoPE frequency factors.
 
-#include <cstdint>
-#include <span>
+#include <memory>
 
 #include "model/architecture.h"
-#include "model/graph.h"
-#include "model/hparams.h"
-#include "model/weights.h"
 
 namespace minfer {
 
-// tokens[i] sits at position pos0 + i; logits are computed for the batch rows in output_rows
-// (ascending). The graph points at `weights`, which must outlive it.
-Graph build_decoder_graph(const Architecture& arch, const HParams& hp, const ModelWeights& weights,
-                          std::span<const int32_t> tokens, int32_t pos0,
-                          std::span<const int32_t> output_rows);
+std::unique_ptr<ModelGraph> bind_decoder(WeightBinder& binder, const ModelConfig& config);
 
 }  // namespace minfer

@@ -1,71 +1,131 @@
 #pragma once
-// The forward pass as data: an ordered list of operations over named activation buffers and the
-// model's weights. Architectures record it (decoder_graph.cpp); a backend executes it in one go
-// (cpu_backend.cpp now, a GPU backend later, without a host round trip per operation). Printing
-// it is --dump-graph; timing each op is MINFER_TRACE=1.
+// The forward pass of one batch as data: the activation buffers it needs (declared with their
+// shapes), an ordered list of operations that name every input they read (buffers and weights)
+// and carry every parameter they use (epsilon, scales, RoPE, attention shape and window), and the
+// batch's inputs (tokens, positions, where each token's keys and values live in the paged KV
+// cache). A backend executes exactly what the graph says and nothing else: the CPU backend
+// (backend/cpu), the naive reference backend of the tests, a GPU backend later. Printing a graph
+// is --dump-graph; timing each op is MINFER_TRACE.
+//
+// The paged KV cache: a pool of blocks of kv_block_size positions; cache slot s is position
+// s % kv_block_size of block s / kv_block_size. Each sequence's positions live in the blocks of
+// its block table, in order: position p of a sequence is in block table[p / B] at offset p % B.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "model/layer_config.h"
 #include "model/weights.h"
 
 namespace minfer {
 
-// Activation buffers, each [rows][width] f32, allocated once per context for the largest batch.
-enum class Buf : uint8_t {
-    Residual,   // [n_tokens, n_embd]    the residual stream
-    Normed,     // [n_tokens, n_embd]    normalized input of a projection
-    Q,          // [n_tokens, q_width]
-    K,          // [n_tokens, kv_width]
-    V,          // [n_tokens, v_width]
-    AttnOut,    // [n_tokens, attn_out_width]
-    Projected,  // [n_tokens, n_embd]    a block's output before the residual add; selected rows
-    FfnGate,    // [n_tokens, n_ff]
-    FfnUp,      // [n_tokens, n_ff]
-    Logits,     // [n_outputs, n_vocab]
-    None,
+// An activation buffer: [rows][width] f32, row-major.
+using BufferId = int16_t;
+inline constexpr BufferId kNoBuffer = -1;
+
+struct BufferDecl {
+    const char* name;
+    int64_t rows;
+    int64_t width;
 };
-inline constexpr int kBufCount = static_cast<int>(Buf::None);
-const char* buf_name(Buf b);
 
 enum class OpType : uint8_t {
-    GetRows,      // dst[t] = embedding row of token t (dequantized)
-    RmsNorm,      // dst = rms_norm(src) * weight, row by row
-    MatMul,       // dst = src · weight^T   (weight [width_in -> width])
+    GetRows,      // dst[t] = row tokens[t] of weight (the embedding table, dequantized)
+    RmsNorm,      // dst = rms_norm(src0) * weight, row by row, with eps
+    MatMul,       // dst = src0 · weight^T   (weight [width_in -> width])
     AddBias,      // dst += weight, broadcast over rows
-    HeadRmsNorm,  // per head of dst (width / head_dim heads): rms_norm(head) * weight
-    Rope,         // rotate the first n_rot dims of every head of dst by its token's position
-    StoreKv,      // write K and V rows into the KV cache of `layer` at the tokens' positions
-    Attention,    // dst = softmax(Q·K^T·scale + causal mask)·V over the cache of `layer`
-    SwiGlu,       // dst = silu(dst) * src  (dst = gate, src = up)
-    Add,          // dst += src
-    SelectRows,   // dst[i] = src[output_rows[i]]: keep the rows whose logits are wanted
+    HeadRmsNorm,  // per head of dst (width / head_dim heads): rms_norm(head, eps) * weight
+    Rope,         // rotate the first rope.n_dims values of every head (head_dim) of dst by the
+                  // token's position; weight (optional) holds per-frequency divisors
+    StoreKv,      // cache layer kv_layer at slot kv_slots[t] = (src0 row t as K, src1 row t as V);
+                  // no dst
+    Attention,    // dst = softmax(scale * Q·K^T [softcapped]) · V over the keys each token sees
+                  // (its sequence's positions max(0, pos - window + 1) .. pos) in cache layer
+                  // kv_layer; src0 = Q [rows][n_head * head_dim_k]
+    SwiGlu,       // dst = silu(dst) * src0  (dst = gate, src0 = up)
+    Add,          // dst += src0
+    SelectRows,   // dst[i] = src0[output_rows[i]]: keep the rows whose logits are wanted
 };
 const char* op_type_name(OpType t);
+
+struct AttentionParams {
+    int64_t n_head = 0;
+    int64_t n_head_kv = 0;
+    int64_t head_dim_k = 0;
+    int64_t head_dim_v = 0;
+    float scale = 1.0f;    // multiplies Q·K
+    float softcap = 0.0f;  // 0: none
+    int64_t window = 0;    // 0: all earlier positions of the sequence
+};
 
 struct Op {
     OpType type;
     const char* label;  // what the op computes: "attn_q", "ffn_down", ...
     int layer = -1;     // -1 outside the blocks
-    Buf dst = Buf::None;
-    Buf src = Buf::None;
-    const Weight* weight = nullptr;
-    int64_t rows = 0;      // rows of dst processed
-    int64_t width = 0;     // width of a dst row
-    int64_t head_dim = 0;  // HeadRmsNorm, Rope, Attention
+    BufferId dst = kNoBuffer;
+    BufferId src0 = kNoBuffer;
+    BufferId src1 = kNoBuffer;
+    const Weight* weight = nullptr;  // the weight input, if any (points into the model)
+    int64_t rows = 0;                // rows of dst processed
+    int64_t width = 0;               // width of a dst row
+    // Parameters (each op uses the ones its comment above names).
+    float eps = 0.0f;       // RmsNorm, HeadRmsNorm
+    int64_t head_dim = 0;   // HeadRmsNorm, Rope
+    RopeParams rope;        // Rope
+    AttentionParams attn;   // StoreKv (head counts and sizes), Attention
+    int kv_layer = -1;      // StoreKv, Attention
+};
+
+// Per token of the batch, and per sequence the batch touches.
+struct BatchInputs {
+    std::vector<int32_t> tokens;     // [n_tokens]
+    std::vector<int32_t> positions;  // [n_tokens] position of each token in its sequence
+    std::vector<int32_t> kv_slots;   // [n_tokens] the cache slot its K and V are stored at
+    std::vector<int32_t> sequence;   // [n_tokens] index of its sequence's block table below
+    // Block tables, flattened: sequence i's blocks are table_blocks[table_begin[i] ..
+    // table_begin[i + 1]), covering at least positions 0 .. its largest position in the batch.
+    std::vector<int32_t> table_begin;   // [n_sequences + 1]
+    std::vector<int32_t> table_blocks;
+    std::vector<int32_t> output_rows;  // [n_outputs] rows whose logits are wanted, ascending
+
+    int64_t n_tokens() const { return static_cast<int64_t>(tokens.size()); }
+    int64_t n_outputs() const { return static_cast<int64_t>(output_rows.size()); }
+    std::span<const int32_t> block_table(int32_t seq) const {
+        return std::span(table_blocks)
+            .subspan(static_cast<std::size_t>(table_begin[static_cast<std::size_t>(seq)]),
+                     static_cast<std::size_t>(table_begin[static_cast<std::size_t>(seq) + 1] -
+                                              table_begin[static_cast<std::size_t>(seq)]));
+    }
 };
 
 struct Graph {
+    std::vector<BufferDecl> buffers;
     std::vector<Op> ops;
-    int64_t n_tokens = 0;              // rows of this micro-batch
-    int64_t n_outputs = 0;             // rows whose logits are computed
-    std::vector<int32_t> tokens;       // [n_tokens]
-    std::vector<int32_t> positions;    // [n_tokens]
-    std::vector<int32_t> output_rows;  // [n_outputs], indices into the batch, ascending
+    BatchInputs in;
+    int64_t kv_block_size = 0;     // positions per cache block
+    BufferId logits = kNoBuffer;   // [n_outputs][n_vocab] after the last op
 
-    // One line per op: index, name, type, weight type and shape, output shape.
+    // Checks what a backend relies on: buffer ids and shapes of every op, weights present, token
+    // ids below n_vocab, positions, slots and tables consistent. Throws UsageError naming the op
+    // or token. Backends call it before executing.
+    void validate(int64_t n_vocab, int64_t kv_slots_in_cache) const;
+
+    // One line per op: index, name, type, output <- inputs, weight type and shape, output shape,
+    // parameters.
     std::string to_string() const;
+};
+
+// Records ops into a graph: declares buffers by name, appends ops.
+class GraphBuilder {
+  public:
+    explicit GraphBuilder(Graph& g) : g_(g) {}
+    BufferId buffer(const char* name, int64_t rows, int64_t width);
+    Op& op(OpType type, const char* label, int layer, BufferId dst, int64_t rows, int64_t width);
+
+  private:
+    Graph& g_;
 };
 
 }  // namespace minfer

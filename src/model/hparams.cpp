@@ -68,10 +68,10 @@ float read_rope_freq_scale(const KeyReader& keys, const GgufMetadata& meta) {
 
 }  // namespace
 
-HParams read_hparams(const GgufMetadata& meta, const Architecture& arch) {
-    const KeyReader keys(meta, arch.name);
+HParams read_hparams(const GgufMetadata& meta, std::string_view arch_name) {
+    const KeyReader keys(meta, arch_name);
     HParams hp;
-    hp.architecture = std::string(arch.name);
+    hp.architecture = std::string(arch_name);
     hp.n_layer = keys.required_int("block_count", 1, kMaxLayers);
     hp.n_embd = keys.required_int("embedding_length", 1, kMaxWidth);
     hp.n_ff = keys.required_int("feed_forward_length", 1, kMaxWidth);
@@ -107,6 +107,18 @@ HParams read_hparams(const GgufMetadata& meta, const Architecture& arch) {
                                  " is ", hp.rms_eps, ", expected a small positive number"));
     }
     return hp;
+}
+
+LayerConfig uniform_layer_config(const HParams& hp, RopeStyle style) {
+    LayerConfig c;
+    c.n_head = hp.n_head;
+    c.n_head_kv = hp.n_head_kv;
+    c.head_dim_k = hp.head_dim_k;
+    c.head_dim_v = hp.head_dim_v;
+    c.n_ff = hp.n_ff;
+    c.rope = RopeParams{style, hp.n_rot, hp.rope_freq_base, hp.rope_freq_scale};
+    c.attn_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
+    return c;
 }
 
 }  // namespace minfer

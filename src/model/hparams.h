@@ -6,7 +6,7 @@
 #include <string>
 
 #include "gguf/gguf_metadata.h"
-#include "model/architecture.h"
+#include "model/layer_config.h"
 
 namespace minfer {
 
@@ -32,8 +32,12 @@ struct HParams {
     int64_t attn_out_width() const { return n_head * head_dim_v; }
 };
 
-// Reads and validates; throws FormatError naming the key and the rule broken, UnsupportedError
-// for features minfer does not implement (e.g. YaRN scaling).
-HParams read_hparams(const GgufMetadata& meta, const Architecture& arch);
+// Reads and validates the keys ARCH.*; throws FormatError naming the key and the rule broken,
+// UnsupportedError for features minfer does not implement (e.g. YaRN scaling).
+HParams read_hparams(const GgufMetadata& meta, std::string_view arch_name);
+
+// The configuration every layer of a uniform decoder shares (llama, qwen2, qwen3): the global
+// head counts and sizes, RoPE of `style` with the global base and scaling, 1/sqrt(head_dim_k).
+LayerConfig uniform_layer_config(const HParams& hp, RopeStyle style);
 
 }  // namespace minfer

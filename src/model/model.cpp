@@ -19,8 +19,25 @@ Model::Model(PrivateKey, GgufFile file) : file_(std::move(file)) {
             concat(file_.path().string(), ": metadata key 'general.architecture' is missing"));
     }
     arch_ = &find_architecture(*arch_name);
-    hparams_ = read_hparams(metadata(), *arch_);
-    weights_ = bind_weights(file_, *arch_, hparams_);
+    config_ = arch_->configure(metadata());
+    const TensorInfo* embd = file_.find_tensor("token_embd.weight");
+    if (embd == nullptr) {
+        throw FormatError(concat(file_.path().string(), ": tensor 'token_embd.weight' is missing"));
+    }
+    config_.hp.n_vocab = embd->ne[1];
+    WeightBinder binder(file_);
+    graph_ = arch_->bind(binder, config_);
+    bytes_per_token_ = binder.bytes_per_token();
+}
+
+KvCacheSpec Model::kv_cache_spec(GgmlType type, int64_t n_blocks) const {
+    KvCacheSpec spec;
+    spec.type = type;
+    spec.n_blocks = n_blocks;
+    for (const LayerConfig& l : config_.layers)
+        spec.layers.push_back(KvLayerShape{l.n_head_kv, l.head_dim_k, l.head_dim_v});
+    spec.check();
+    return spec;
 }
 
 uint64_t Model::n_params() const {
@@ -32,20 +49,6 @@ uint64_t Model::n_params() const {
 uint64_t Model::weight_bytes() const {
     uint64_t n = 0;
     for (const TensorInfo* t : file_.tensors()) n += t->n_bytes;
-    return n;
-}
-
-uint64_t Model::bytes_per_token() const {
-    const auto bytes = [](const Weight& w) -> uint64_t { return w ? w.info->n_bytes : 0; };
-    uint64_t n = bytes(weights_.output) + bytes(weights_.output_norm) +
-                 weights_.token_embd.info->n_bytes / static_cast<uint64_t>(hparams_.n_vocab);
-    for (const LayerWeights& l : weights_.layers) {
-        for (const Weight* w :
-             {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
-              &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
-            n += bytes(*w);
-        }
-    }
     return n;
 }
 

@@ -20,6 +20,7 @@ namespace {
 struct Case {
     int64_t n_keys, group, head_dim;
     bool f16;
+    int64_t skip = 0;  // leading keys masked (a window starting inside the first tile)
 };
 
 float round_f16(float x) {
@@ -74,8 +75,8 @@ void reference(const Case& c, const std::vector<float>& q, const Cache& cache, f
     out.assign(static_cast<std::size_t>(c.group * dim), 0.0);
     magnitude.assign(out.size(), 0.0);
     for (int64_t m = 0; m < c.group; ++m) {
-        std::vector<double> s(static_cast<std::size_t>(n));
-        for (int64_t pos = 0; pos < n; ++pos) {
+        std::vector<double> s(static_cast<std::size_t>(n), -INFINITY);
+        for (int64_t pos = c.skip; pos < n; ++pos) {
             // The kernel's own chain of float multiply-adds, so that both see the same scores
             // (a score one float step apart can round a probability to the other f16 neighbour).
             float dot = 0.0f;
@@ -91,7 +92,8 @@ void reference(const Case& c, const std::vector<float>& q, const Cache& cache, f
         std::vector<double> e(s.size());
         for (std::size_t i = 0; i < s.size(); ++i) {
             // The score minus the maximum is a float, as in ggml; its exponential exact.
-            e[i] = std::exp(static_cast<double>(static_cast<float>(s[i] - max)));
+            e[i] = std::isinf(s[i]) ? 0.0
+                                    : std::exp(static_cast<double>(static_cast<float>(s[i] - max)));
             sum += e[i];
         }
         for (int64_t pos = 0; pos < n; ++pos) {
@@ -107,20 +109,41 @@ void reference(const Case& c, const std::vector<float>& q, const Cache& cache, f
     }
 }
 
-// Runs attend_group on the case's cache (q: group x head_dim values).
+// Runs attend_group on the case's cache (q: group x head_dim values), its tiles copied to
+// separate allocations in reverse order, as blocks of a paged cache lie.
 std::vector<float> attend(const Case& c, const Cache& cache, const std::vector<float>& q,
                           float scale, AttentionScratch& scratch) {
+    const int64_t n_tiles = (c.n_keys + kAttentionKeyTile - 1) / kAttentionKeyTile;
+    const std::size_t element = c.f16 ? 2 : 4;
+    const std::size_t tile_bytes = static_cast<std::size_t>(kAttentionKeyTile * c.head_dim) * element;
+    const auto* k = reinterpret_cast<const std::byte*>(c.f16 ? static_cast<const void*>(cache.k16.data())
+                                                             : static_cast<const void*>(cache.k32.data()));
+    const auto* v = reinterpret_cast<const std::byte*>(c.f16 ? static_cast<const void*>(cache.v16.data())
+                                                             : static_cast<const void*>(cache.v32.data()));
+    const std::size_t v_bytes = static_cast<std::size_t>(c.n_keys * c.head_dim) * element;
+    std::vector<std::vector<std::byte>> k_copies(static_cast<std::size_t>(n_tiles)),
+        v_copies(static_cast<std::size_t>(n_tiles));
+    std::vector<const void*> k_tiles(static_cast<std::size_t>(n_tiles)),
+        v_tiles(static_cast<std::size_t>(n_tiles));
+    for (int64_t t = n_tiles - 1; t >= 0; --t) {
+        const auto i = static_cast<std::size_t>(t);
+        k_copies[i].assign(k + i * tile_bytes, k + (i + 1) * tile_bytes);
+        v_copies[i].assign(tile_bytes, std::byte{0x7f});  // unused rows hold garbage
+        const std::size_t used = std::min(tile_bytes, v_bytes - i * tile_bytes);
+        std::copy(v + i * tile_bytes, v + i * tile_bytes + used, v_copies[i].begin());
+        k_tiles[i] = k_copies[i].data();
+        v_tiles[i] = v_copies[i].data();
+    }
     std::vector<float> out(q.size(), NAN);
     AttentionGroup a;
     a.q = q.data();
     a.q_stride = c.head_dim;
     a.group = c.group;
-    a.k_tiles = c.f16 ? static_cast<const void*>(cache.k16.data())
-                      : static_cast<const void*>(cache.k32.data());
-    a.v_rows = c.f16 ? static_cast<const void*>(cache.v16.data())
-                     : static_cast<const void*>(cache.v32.data());
+    a.k_tiles = k_tiles.data();
+    a.v_tiles = v_tiles.data();
     a.f16 = c.f16;
     a.n_keys = c.n_keys;
+    a.skip = c.skip;
     a.head_dim_k = c.head_dim;
     a.head_dim_v = c.head_dim;
     a.scale = scale;
@@ -145,7 +168,8 @@ TEST(Attention, MatchesTheReferenceOnEveryShape) {
         for (int64_t n_keys : {1, 5, 16, 17, 31, 37, 100}) {
             for (int64_t group : {1, 2, 7, 8}) {
                 for (int64_t head_dim : {64, 40}) {
-                    const Case c{n_keys, group, head_dim, f16};
+                    // A window that starts inside the first tile masks its first keys.
+                    const Case c{n_keys, group, head_dim, f16, n_keys > 7 ? group : 0};
                     const Cache cache = make_cache(c, rng);
                     const std::vector<float> q = random_queries(c, rng);
                     const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
@@ -158,7 +182,7 @@ TEST(Attention, MatchesTheReferenceOnEveryShape) {
                     for (std::size_t i = 0; i < out.size(); ++i) {
                         ASSERT_NEAR(out[i], want[i], relative * magnitude[i] + 1e-7)
                             << "f16 " << f16 << " keys " << n_keys << " group " << group
-                            << " head_dim " << head_dim << " output " << i;
+                            << " head_dim " << head_dim << " skip " << c.skip << " output " << i;
                     }
                     ++checked;
                 }

@@ -18,17 +18,25 @@
 // rounding noise (independent, uniform over one step: variance step^2 / 12 per element).
 // Finally each SIMD path must agree with the scalar reference (same quantized activations) to
 // float rounding: 2^-13 * sum |w_i x_i|.
+//
+// MatmulMode::kBatchInvariant is checked twice: against the same reference on every path (it
+// runs the GEMM panel arithmetic for every token count), and for bit-identical outputs: a token's
+// row of y must have the same bits whether it is alone or in a batch of 2-20 or 33 tokens, at any
+// place in it, on 1, 2 or 3 threads.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "common/fixtures.h"
+#include "core/error.h"
+#include "core/half.h"
 #include "core/thread_pool.h"
 #include "hwy/targets.h"
 #include "kernels/activation_quant.h"
@@ -45,15 +53,21 @@ struct Path {
     std::string name;
     int64_t hwy_target;  // 0 for the scalar reference
     bool extensions;
+    MatmulMode mode = MatmulMode::kFastest;
 };
 
-std::vector<Path> kernel_paths() {
+// Every kernel path of this machine (each once more in the batch-invariant mode with `invariant`).
+std::vector<Path> kernel_paths(bool invariant = false) {
     std::vector<Path> paths = {{"scalar", 0, true}};
-    for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-        paths.push_back({hwy::TargetName(target), target, true});
-        if (target == HWY_AVX3 && x86_vnni_available()) {
-            paths.push_back({"AVX3-without-VNNI", target, false});
+    auto add = [&](const std::string& name, int64_t target, bool extensions) {
+        paths.push_back({name, target, extensions});
+        if (invariant) {
+            paths.push_back({name + "-invariant", target, extensions, MatmulMode::kBatchInvariant});
         }
+    };
+    for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        add(hwy::TargetName(target), target, true);
+        if (target == HWY_AVX3 && x86_vnni_available()) add("AVX3-without-VNNI", target, false);
     }
     return paths;
 }
@@ -171,7 +185,9 @@ const std::vector<Shape>& shapes() {
     static const std::vector<Shape> s = {
         {1, 1, 512},  {7, 1, 512},   {4097, 1, 256},  {1, 2, 512},  {7, 2, 768},  {4097, 2, 256},
         {7, 17, 512}, {33, 17, 512}, {4097, 17, 256}, {1, 67, 256}, {7, 67, 512}, {33, 67, 256},
-        {7, 1, 224},  {5, 1, 864},   {3, 2, 288},     {17, 17, 864}};
+        {7, 1, 224},  {5, 1, 864},   {3, 2, 288},     {17, 17, 864},
+        // longer than the chunks of columns the small-batch GEMM unpacks at a time
+        {21, 1, 2304}, {37, 3, 2304}};
     return s;
 }
 
@@ -183,7 +199,7 @@ TEST_P(MatmulTest, AgreesWithGgmlDequantizationOnEveryPath) {
     const GgmlType type = GetParam();
     ThreadPool pool(2);
     MatmulScratch scratch;
-    const std::vector<Path> paths = kernel_paths();
+    const std::vector<Path> paths = kernel_paths(/*invariant=*/true);
 
     for (const Shape& shape : shapes()) {
         if (shape.cols % std::max<int64_t>(32, block_size(type)) != 0) continue;
@@ -199,7 +215,7 @@ TEST_P(MatmulTest, AgreesWithGgmlDequantizationOnEveryPath) {
                          << shape.tokens << " cols " << shape.cols);
             select_path(p);
             std::vector<float> y(outputs, -12345.0f);
-            matmul(m.view(), x.data(), shape.tokens, y.data(), pool, scratch);
+            matmul(m.view(), x.data(), shape.tokens, y.data(), pool, scratch, p.mode);
             reset_path();
 
             double err2 = 0, var = 0;
@@ -239,6 +255,178 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest, ::testing::ValuesIn(test::matmul_
                          [](const auto& param_info) {
                              return std::string(type_name(param_info.param));
                          });
+
+// ---- batch invariance ----
+
+// Rows not a multiple of the 16-row panels; rows shorter and longer than the column chunks of the
+// small-batch path (1024 values for quantized types, 256 for float types), with a partial last
+// chunk (2304 = 2 x 1024 + 256; 864 = 3 x 256 + 96).
+struct InvarianceShape {
+    int64_t rows, cols;
+};
+const std::vector<InvarianceShape>& invariance_shapes() {
+    static const std::vector<InvarianceShape> s = {{37, 256}, {21, 2304}, {5, 864}};
+    return s;
+}
+
+// Batch sizes: every size of the small-batch path (1-15: 4, 2 and 1-token kernels, and one tile
+// of 8 and more), the first GEMM sizes, and 33 (four whole tiles and one more token).
+std::vector<int64_t> batch_sizes() {
+    std::vector<int64_t> sizes;
+    for (int64_t n = 1; n <= 20; ++n) sizes.push_back(n);
+    sizes.push_back(33);
+    return sizes;
+}
+
+// Checks that y ([n_tokens][rows]) holds, bit for bit, the rows of `alone` ([n][rows], token t
+// computed by itself); reports the first difference.
+void expect_same_bits(const std::vector<float>& y, const std::vector<float>& alone, int64_t n_tokens,
+                      int64_t rows, const std::string& what) {
+    const std::size_t bytes = static_cast<std::size_t>(n_tokens * rows) * sizeof(float);
+    if (std::memcmp(y.data(), alone.data(), bytes) == 0) return;
+    for (std::size_t o = 0; o < static_cast<std::size_t>(n_tokens * rows); ++o) {
+        if (std::memcmp(&y[o], &alone[o], sizeof(float)) != 0) {
+            ADD_FAILURE() << what << ": token " << o / static_cast<std::size_t>(rows) << " row "
+                          << o % static_cast<std::size_t>(rows) << " is " << y[o]
+                          << " in the batch but " << alone[o] << " alone";
+            return;
+        }
+    }
+}
+
+// Every output of a batch of N tokens equals, bit for bit, that token's output computed alone.
+void check_invariance(const WeightMatrix& w, const std::vector<float>& x, const std::string& what) {
+    const std::vector<int64_t> sizes = batch_sizes();
+    const int64_t max_tokens = sizes.back();
+    ThreadPool pool1(1), pool2(2), pool3(3);
+    ThreadPool* pools[] = {&pool1, &pool2, &pool3};
+    MatmulScratch scratch;
+    std::vector<float> alone(static_cast<std::size_t>(max_tokens * w.n_rows));
+    for (int64_t t = 0; t < max_tokens; ++t) {
+        matmul(w, x.data() + t * w.n_cols, 1, alone.data() + t * w.n_rows, pool1, scratch,
+               MatmulMode::kBatchInvariant);
+    }
+    for (int64_t n : sizes) {
+        for (ThreadPool* pool : pools) {
+            std::vector<float> y(static_cast<std::size_t>(n * w.n_rows), -12345.0f);
+            matmul(w, x.data(), n, y.data(), *pool, scratch, MatmulMode::kBatchInvariant);
+            expect_same_bits(y, alone, n, w.n_rows,
+                             concat(what, ", batch of ", n, " on ", pool->size(), " threads"));
+        }
+    }
+}
+
+class MatmulInvarianceTest : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(MatmulInvarianceTest, BatchOutputsAreBitIdenticalToSingleTokens) {
+    MINFER_REQUIRE_FIXTURE(path, "quant/quant-fixtures.gguf");
+    const test::QuantFixture fixture(path.string());
+    const GgmlType type = GetParam();
+    for (const InvarianceShape& shape : invariance_shapes()) {
+        if (shape.cols % std::max<int64_t>(32, block_size(type)) != 0) continue;
+        const TestMatrix m = fixture.make_matrix(type, shape.rows, shape.cols);
+        const std::vector<float> x =
+            make_activations(batch_sizes().back(), shape.cols, static_cast<uint32_t>(shape.cols));
+        for (const Path& p : kernel_paths()) {
+            select_path(p);
+            check_invariance(m.view(), x,
+                             concat(type_name(type), " ", p.name, ", ", shape.rows, " x ",
+                                    shape.cols));
+            reset_path();
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulInvarianceTest, ::testing::ValuesIn(test::matmul_types()),
+                         [](const auto& param_info) {
+                             return std::string(type_name(param_info.param));
+                         });
+
+// Float weights of any row length (the fixture's rows are multiples of 32): the float panels are
+// unpacked 16 columns at a time, and 37 and 300 leave 5 and 12 over. Random weights; the
+// reference is a double-precision dot of the same rounded activations, within the float
+// rounding of a sum of n terms (n * 2^-24 * sum |w x|).
+TEST(MatmulInvariance, FloatWeightsOfOddRowLengths) {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+        for (int64_t cols : {37, 300}) {
+            constexpr int64_t kRows = 19;
+            std::vector<std::byte> bytes(row_size(type, cols) * kRows);
+            std::vector<float> values(static_cast<std::size_t>(cols * kRows));
+            for (std::size_t i = 0; i < values.size(); ++i) {
+                const float v = normal(rng);
+                if (type == GgmlType::F32) {
+                    std::memcpy(bytes.data() + i * 4, &v, 4);
+                    values[i] = v;
+                } else {
+                    const uint16_t h = type == GgmlType::F16 ? f32_to_f16(v) : f32_to_bf16(v);
+                    std::memcpy(bytes.data() + i * 2, &h, 2);
+                    values[i] = type == GgmlType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
+                }
+            }
+            const WeightMatrix w{type, cols, kRows, bytes};
+            const std::vector<float> x = make_activations(batch_sizes().back(), cols, 5);
+            for (const Path& p : kernel_paths()) {
+                const std::string what = concat(type_name(type), " ", p.name, ", cols ", cols);
+                select_path(p);
+                check_invariance(w, x, what);
+                ThreadPool pool(2);
+                MatmulScratch scratch;
+                constexpr int64_t kTokens = 3;
+                std::vector<float> y(static_cast<std::size_t>(kTokens * kRows));
+                matmul(w, x.data(), kTokens, y.data(), pool, scratch, MatmulMode::kBatchInvariant);
+                reset_path();
+                for (int64_t t = 0; t < kTokens; ++t) {
+                    for (int64_t r = 0; r < kRows; ++r) {
+                        double sum = 0, abs_sum = 0;
+                        for (int64_t k = 0; k < cols; ++k) {
+                            float xk = x[static_cast<std::size_t>(t * cols + k)];
+                            if (type == GgmlType::F16) xk = f16_to_f32(f32_to_f16(xk));
+                            if (type == GgmlType::BF16) xk = bf16_to_f32(f32_to_bf16(xk));
+                            const double term = double{values[static_cast<std::size_t>(r * cols + k)]} * xk;
+                            sum += term;
+                            abs_sum += std::fabs(term);
+                        }
+                        const double got = y[static_cast<std::size_t>(t * kRows + r)];
+                        EXPECT_LE(std::fabs(got - sum), cols * 0x1p-24 * abs_sum + 1e-30)
+                            << what << ", token " << t << " row " << r;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// The fast mode is not batch-invariant: one token takes the GEMV kernels, whose float sums run in
+// another order than the GEMM's, so on a machine with SIMD GEMV kernels some type's outputs for a
+// token alone differ in the last bits from the same token in a batch of 16. (This is what the
+// invariant mode is for, and what makes its test able to fail.)
+TEST(MatmulInvariance, FastestModeDiffersBetweenBatchSizes) {
+    MINFER_REQUIRE_FIXTURE(path, "quant/quant-fixtures.gguf");
+    const test::QuantFixture fixture(path.string());
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    constexpr int64_t kRows = 37, kCols = 2304, kTokens = 16;
+    int differing = 0;
+    std::string which;
+    for (GgmlType type : test::matmul_types()) {
+        const TestMatrix m = fixture.make_matrix(type, kRows, kCols);
+        const std::vector<float> x = make_activations(kTokens, kCols, 3);
+        std::vector<float> batch(kTokens * kRows), alone(kTokens * kRows);
+        matmul(m.view(), x.data(), kTokens, batch.data(), pool, scratch);
+        for (int64_t t = 0; t < kTokens; ++t) {
+            matmul(m.view(), x.data() + t * kCols, 1, alone.data() + t * kRows, pool, scratch);
+        }
+        if (std::memcmp(batch.data(), alone.data(), batch.size() * sizeof(float)) != 0) {
+            ++differing;
+            which += concat(" ", type_name(type));
+        }
+    }
+    if (differing == 0) GTEST_SKIP() << "kFastest happens to be batch-invariant on this machine";
+    RecordProperty("fastest_mode_differs_for", which);
+    SUCCEED() << "kFastest gives other bits alone than in a batch of 16 for" << which;
+}
 
 TEST(Matmul, RejectsBadShapesAndTypes) {
     ThreadPool pool(1);

@@ -41,6 +41,33 @@ std::shared_ptr<const Model> load(const TinyModelSpec& spec, const test::TempDir
     return Model::load(dir / "m.gguf");
 }
 
+// The graph of one token at position 0 (cache block 0), and the op of that name in it.
+Graph one_token_graph(const Model& model) {
+    BatchInputs in;
+    in.tokens = {1};
+    in.positions = {0};
+    in.kv_slots = {0};
+    in.sequence = {0};
+    in.table_begin = {0, 1};
+    in.table_blocks = {0};
+    in.output_rows = {0};
+    return model.record(std::move(in), kKvBlockSize);
+}
+
+const Op& find_op(const Graph& g, int layer, std::string_view label) {
+    for (const Op& op : g.ops) {
+        if (op.layer == layer && op.label == label) return op;
+    }
+    throw std::runtime_error(concat("no op ", label, " in layer ", layer));
+}
+
+// Bytes of every tensor of the file, and of the embedding table.
+std::pair<uint64_t, uint64_t> tensor_bytes(const Model& model) {
+    uint64_t all = 0;
+    for (const TensorInfo* t : model.file().tensors()) all += t->n_bytes;
+    return {all, model.file().tensor("token_embd.weight").n_bytes};
+}
+
 TEST(ModelLoad, TinyLlamaWithDefaults) {
     test::TempDir dir;
     auto model = load({}, dir);
@@ -52,19 +79,25 @@ TEST(ModelLoad, TinyLlamaWithDefaults) {
     EXPECT_EQ(hp.rope_freq_base, 10000.0f);
     EXPECT_EQ(hp.rope_freq_scale, 1.0f);
     EXPECT_EQ(hp.n_vocab, 128);
-    EXPECT_FALSE(model->weights().tied_output);
+    const Graph g = one_token_graph(*model);
+    EXPECT_EQ(find_op(g, -1, "output").weight->name(), "output.weight");
     // Weights view the mapping: the data pointer lies inside the mapped file.
     const auto& file = model->file().parts().front().bytes;
-    const auto* p = model->weights().layers[1].ffn_down.data().data();
+    const auto* p = find_op(g, 1, "ffn_down").weight->data.data();
     EXPECT_GE(p, file.data());
     EXPECT_LT(p, file.data() + file.size());
+    // Read per token: every tensor, but only one row of the embedding table (128 tokens).
+    const auto [all, embd] = tensor_bytes(*model);
+    EXPECT_EQ(model->bytes_per_token(), all - embd + embd / 128);
 }
 
 TEST(ModelLoad, TiedOutputUsesTheEmbedding) {
     test::TempDir dir;
     auto model = load(spec_with([](TinyModelSpec& s) { s.tied_output = true; }), dir);
-    EXPECT_TRUE(model->weights().tied_output);
-    EXPECT_EQ(model->weights().output.info, model->weights().token_embd.info);
+    const Graph g = one_token_graph(*model);
+    EXPECT_EQ(find_op(g, -1, "output").weight->info, find_op(g, -1, "token_embd").weight->info);
+    // The tied output reads the whole embedding table per token.
+    EXPECT_EQ(model->bytes_per_token(), tensor_bytes(*model).first);
 }
 
 TEST(ModelLoad, UnknownArchitectureListsTheSupportedOnes) {
@@ -192,8 +225,10 @@ TEST(ModelLoad, QwenVariantsLoad) {
                          s.architecture = "qwen3";
                          s.qk_norm = true;
                      }));
-    EXPECT_EQ(Model::load(dir / "q2.gguf")->arch().rope_kind, RopeKind::Neox);
-    EXPECT_TRUE(Model::load(dir / "q3.gguf")->arch().qk_norm);
+    const auto q2 = Model::load(dir / "q2.gguf");
+    EXPECT_EQ(q2->layers().front().rope.style, RopeStyle::kNeox);
+    EXPECT_TRUE(q2->layers().front().qkv_bias);
+    EXPECT_TRUE(Model::load(dir / "q3.gguf")->layers().back().qk_norm);
 }
 
 TEST(ModelLoad, VocabularyOnlyFileIsNotAModel) {

@@ -1,24 +1,24 @@
 // The CPU backend: executes a whole Graph in one ThreadPool::run. Every thread walks the op list;
-// each op splits its rows (or heads, or matrix rows) across the threads, and a spinning barrier
-// separates ops. Small ops run on thread 0 alone, and consecutive such ops need no barrier, so a
-// decode step costs one wake-up of the pool instead of one per op. Matmuls that read the same
-// input (Q, K, V; gate, up) convert it once. Activation buffers are sized once for the largest
-// micro-batch; the logits buffer grows to the largest number of outputs asked for.
+// each op splits its rows (or heads, or matrix rows) across the threads, and a barrier separates
+// ops. Small ops run on thread 0 alone, and consecutive such ops need no barrier, so a decode
+// step costs one wake-up of the pool instead of one per op. Matmuls that read the same input (Q,
+// K, V; gate, up) convert it once. Activation buffers are allocated as the graphs declare them
+// and kept (grown, never shrunk) for the next graph.
 
-#include <array>
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <optional>
 #include <vector>
 
+#include "backend/backend.h"
+#include "backend/cpu/cpu_attention.h"
+#include "backend/cpu/kv_pool.h"
 #include "core/error.h"
 #include "core/spin_barrier.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
-#include "model/backend.h"
-#include "model/cpu_attention.h"
-#include "model/kv_cache.h"
 
 namespace minfer {
 namespace {
@@ -31,28 +31,35 @@ std::pair<int64_t, int64_t> share(int64_t count, int i, int n) {
     return {count * i / n, count * (i + 1) / n};
 }
 
+// Calls f(offset, count) for this thread's share of a [rows][width] buffer, in pieces that start
+// at a multiple of 64 values of a row and end at one or at the row's end. SIMD element-wise ops
+// compute whole vectors and then a scalar tail, whose results may differ in the last bit: cut this
+// way, every value meets the same code whatever the number of rows and threads (batch invariance).
+template <class F>
+void for_row_pieces(int64_t rows, int64_t width, int thread, int n_threads, F&& f) {
+    constexpr int64_t kPiece = 64;
+    const int64_t per_row = (width + kPiece - 1) / kPiece;
+    const auto [begin, end] = share(rows * per_row, thread, n_threads);
+    for (int64_t u = begin; u < end;) {
+        const int64_t row = u / per_row;
+        const int64_t last = std::min(end, (row + 1) * per_row);
+        const int64_t from = (u - row * per_row) * kPiece;
+        const int64_t to = std::min(width, (last - row * per_row) * kPiece);
+        f(row * width + from, to - from);
+        u = last;
+    }
+}
+
+WeightMatrix matrix_of(const Weight& w) {
+    return WeightMatrix{w.type, w.n_cols(), w.n_rows(), w.data};
+}
+
 class CpuBackend final : public Backend {
   public:
-    CpuBackend(const Model& model, const BackendOptions& options)
-        : model_(model),
-          hp_(model.hparams()),
-          options_(options),
-          kv_(model.hparams(), options.n_ctx, options.kv_type),
-          pool_(options.n_threads, options.pin_threads) {
-        const int64_t rows = options.n_batch;
-        if (rows < 1) throw UsageError(concat("batch size must be at least 1, got ", rows));
-        for (int b = 0; b < kBufCount; ++b) {
-            buffers_[b].resize(static_cast<std::size_t>(rows * buffer_width(static_cast<Buf>(b))));
-        }
+    CpuBackend(const BackendOptions& options, ThreadPool& pool)
+        : options_(options), kv_(options.kv), pool_(pool) {
+        if (options.n_vocab < 1) throw UsageError("the CPU backend needs the vocabulary size");
         attention_.resize(static_cast<std::size_t>(pool_.size()));
-        rope_.style =
-            model.arch().rope_kind == RopeKind::Neox ? RopeStyle::kNeox : RopeStyle::kNormal;
-        rope_.head_dim = hp_.head_dim_k;
-        rope_.n_dims = hp_.n_rot;
-        rope_.freq_base = hp_.rope_freq_base;
-        rope_.freq_scale = hp_.rope_freq_scale;
-        rope_.freq_factors =
-            model.weights().rope_freqs ? model.weights().rope_freqs.f32() : nullptr;
     }
 
     std::string_view name() const override { return "cpu"; }
@@ -60,15 +67,21 @@ class CpuBackend final : public Backend {
     std::size_t kv_cache_bytes() const override { return kv_.bytes(); }
     std::size_t scratch_bytes() const override {
         std::size_t n = scratch_.capacity();
-        for (const auto& b : buffers_) n += b.size() * sizeof(float);
+        for (const auto& b : buffers_) n += b.capacity() * sizeof(float);
         return n;
+    }
+    void copy_kv_block(int32_t from, int32_t to, int64_t n_positions) override {
+        const int64_t n_blocks = kv_.spec().n_blocks;
+        if (from < 0 || from >= n_blocks || to < 0 || to >= n_blocks || n_positions < 0 ||
+            n_positions > kv_.spec().block_size) {
+            throw UsageError(concat("cannot copy cache block ", from, " to ", to));
+        }
+        kv_.copy_block(from, to, n_positions);
     }
 
     void execute(const Graph& g) override {
         validate(g);
-        const std::size_t logits_size = static_cast<std::size_t>(g.n_outputs * hp_.n_vocab);
-        auto& logits = buffers_[static_cast<int>(Buf::Logits)];
-        if (logits.size() < logits_size) logits.resize(logits_size);
+        allocate(g);
         plan(g);
         SpinBarrier barrier(pool_.size());
         auto last = std::chrono::steady_clock::now();
@@ -95,56 +108,43 @@ class CpuBackend final : public Backend {
                 }
             }
         });
-        logits_view_ = std::span<const float>(logits).first(logits_size);
-    }
-
-  private:
-    int64_t buffer_width(Buf b) const {
-        switch (b) {
-            case Buf::Residual:
-            case Buf::Normed:
-            case Buf::Projected:
-                return hp_.n_embd;
-            case Buf::Q:
-                return hp_.q_width();
-            case Buf::K:
-                return hp_.kv_width();
-            case Buf::V:
-                return hp_.v_width();
-            case Buf::AttnOut:
-                return hp_.attn_out_width();
-            case Buf::FfnGate:
-            case Buf::FfnUp:
-                return hp_.n_ff;
-            default:
-                return 0;  // the logits grow on demand
+        logits_view_ = {};
+        if (g.logits != kNoBuffer) {
+            const auto& logits = buffers_[static_cast<std::size_t>(g.logits)];
+            logits_view_ = std::span<const float>(logits).first(
+                static_cast<std::size_t>(g.in.n_outputs() * options_.n_vocab));
         }
     }
 
-    float* buf(Buf b) { return buffers_[static_cast<int>(b)].data(); }
+  private:
+    float* buf(BufferId b) { return buffers_[static_cast<std::size_t>(b)].data(); }
 
     // Everything that could fail is checked before the threads start: an exception thrown by one
     // thread inside the run would leave the others waiting at a barrier.
     void validate(const Graph& g) const {
-        if (g.n_tokens > options_.n_batch) {
-            throw UsageError(concat("a batch of ", g.n_tokens, " tokens exceeds the batch size ",
-                                    options_.n_batch));
+        g.validate(options_.n_vocab, kv_.spec().n_slots());
+        if (g.kv_block_size != kv_.spec().block_size)
+            throw UsageError("graph: KV block size differs from the cache's");
+        if (g.logits != kNoBuffer &&
+            g.buffers[static_cast<std::size_t>(g.logits)].width != options_.n_vocab)
+            throw UsageError("graph: the logits buffer is not as wide as the vocabulary");
+        for (const Op& op : g.ops) {
+            if (op.type != OpType::StoreKv && op.type != OpType::Attention) continue;
+            const auto& layers = kv_.spec().layers;
+            if (op.kv_layer >= static_cast<int>(layers.size()))
+                throw UsageError(concat("graph: cache layer ", op.kv_layer, " does not exist"));
+            const KvLayerShape& l = layers[static_cast<std::size_t>(op.kv_layer)];
+            if (l.n_head_kv != op.attn.n_head_kv || l.head_dim_k != op.attn.head_dim_k ||
+                l.head_dim_v != op.attn.head_dim_v)
+                throw UsageError(concat("graph: cache layer ", op.kv_layer, " has another shape"));
         }
-        for (int32_t pos : g.positions) {
-            if (pos < 0 || pos >= kv_.n_ctx()) {
-                throw UsageError(concat("position ", pos, " is outside the context of ",
-                                        kv_.n_ctx(), " tokens"));
-            }
-        }
-        for (int32_t id : g.tokens) {
-            if (id < 0 || id >= hp_.n_vocab) {
-                throw UsageError(concat("token id ", id, " is out of range: the model has ",
-                                        hp_.n_vocab, " tokens"));
-            }
-        }
-        for (int32_t row : g.output_rows) {
-            if (row < 0 || row >= g.n_tokens)
-                throw UsageError(concat("output row ", row, " is not in the batch"));
+    }
+
+    void allocate(const Graph& g) {
+        if (buffers_.size() < g.buffers.size()) buffers_.resize(g.buffers.size());
+        for (std::size_t b = 0; b < g.buffers.size(); ++b) {
+            const auto size = static_cast<std::size_t>(g.buffers[b].rows * g.buffers[b].width);
+            if (buffers_[b].size() < size) buffers_[b].resize(size);
         }
     }
 
@@ -154,12 +154,13 @@ class CpuBackend final : public Backend {
         jobs_.assign(g.ops.size(), std::nullopt);
         serial_.assign(g.ops.size(), false);
         std::size_t scratch = 0;
+        const MatmulMode mode =
+            options_.batch_invariant ? MatmulMode::kBatchInvariant : MatmulMode::kFastest;
         for (std::size_t i = 0; i < g.ops.size(); ++i) {
             const Op& op = g.ops[i];
             if (op.type == OpType::MatMul) {
-                const Weight& w = *op.weight;
-                jobs_[i].emplace(WeightMatrix{w.type(), w.n_cols(), w.n_rows(), w.data()},
-                                 buf(op.src), op.rows, buf(op.dst), pool_.size());
+                jobs_[i].emplace(matrix_of(*op.weight), buf(op.src0), op.rows, buf(op.dst),
+                                 pool_.size(), mode);
                 scratch = std::max(scratch, jobs_[i]->scratch_bytes());
             } else {
                 serial_[i] = is_serial(op);
@@ -183,7 +184,7 @@ class CpuBackend final : public Backend {
         if (pool_.size() == 1) return true;
         switch (op.type) {
             case OpType::Attention:
-                return op.rows * hp_.n_head_kv == 1;
+                return op.rows * op.attn.n_head_kv == 1;
             case OpType::SelectRows:
             case OpType::GetRows:
             case OpType::AddBias:
@@ -196,7 +197,9 @@ class CpuBackend final : public Backend {
     void run(const Op& op, const Graph& g, int thread, int n_threads) {
         switch (op.type) {
             case OpType::GetRows:
-                return get_rows(op, g);
+                return minfer::get_rows(matrix_of(*op.weight),
+                                        std::span(g.in.tokens).first(static_cast<std::size_t>(op.rows)),
+                                        buf(op.dst));
             case OpType::RmsNorm:
                 return rms_norm(op, thread, n_threads);
             case OpType::AddBias:
@@ -220,19 +223,13 @@ class CpuBackend final : public Backend {
         }
     }
 
-    void get_rows(const Op& op, const Graph& g) {
-        const Weight& w = *op.weight;
-        minfer::get_rows(WeightMatrix{w.type(), w.n_cols(), w.n_rows(), w.data()},
-                         std::span(g.tokens).first(static_cast<std::size_t>(op.rows)), buf(op.dst));
-    }
-
     void rms_norm(const Op& op, int thread, int n_threads) {
-        const float* src = buf(op.src);
+        const float* src = buf(op.src0);
         float* dst = buf(op.dst);
         const auto [begin, end] = share(op.rows, thread, n_threads);
         for (int64_t r = begin; r < end; ++r) {
             minfer::rms_norm(src + r * op.width, op.weight->f32(), dst + r * op.width, op.width,
-                             hp_.rms_eps);
+                             op.eps);
         }
     }
 
@@ -241,7 +238,7 @@ class CpuBackend final : public Backend {
         const auto [begin, end] = share(op.rows * (op.width / op.head_dim), thread, n_threads);
         for (int64_t h = begin; h < end; ++h) {
             minfer::rms_norm(x + h * op.head_dim, op.weight->f32(), x + h * op.head_dim,
-                             op.head_dim, hp_.rms_eps);
+                             op.head_dim, op.eps);
         }
     }
 
@@ -254,68 +251,77 @@ class CpuBackend final : public Backend {
     void rope(const Op& op, const Graph& g, int thread, int n_threads) {
         const auto [begin, end] = share(op.rows, thread, n_threads);
         if (begin >= end) return;
+        RopeConfig config;
+        config.style = op.rope.style;
+        config.head_dim = op.head_dim;
+        config.n_dims = op.rope.n_dims;
+        config.freq_base = op.rope.freq_base;
+        config.freq_scale = op.rope.freq_scale;
+        config.freq_factors = op.weight != nullptr && *op.weight ? op.weight->f32() : nullptr;
         minfer::rope(buf(op.dst) + begin * op.width, end - begin, op.width / op.head_dim,
-                     std::span(g.positions).subspan(static_cast<std::size_t>(begin)), rope_);
+                     std::span(g.in.positions).subspan(static_cast<std::size_t>(begin)), config);
     }
 
     void store_kv(const Op& op, const Graph& g, int thread, int n_threads) {
-        const float* k = buf(Buf::K);
-        const float* v = buf(Buf::V);
+        const float* k = buf(op.src0);
+        const float* v = buf(op.src1);
+        const int64_t k_width = op.attn.n_head_kv * op.attn.head_dim_k;
+        const int64_t v_width = op.attn.n_head_kv * op.attn.head_dim_v;
         const auto [begin, end] = share(op.rows, thread, n_threads);
         for (int64_t t = begin; t < end; ++t) {
-            kv_.store(op.layer, g.positions[static_cast<std::size_t>(t)], k + t * hp_.kv_width(),
-                      v + t * hp_.v_width());
+            kv_.store(op.kv_layer, g.in.kv_slots[static_cast<std::size_t>(t)], k + t * k_width,
+                      v + t * v_width);
         }
     }
 
     // One task per (token, K/V head): the query heads of a group share every K and V row. Later
     // tokens attend to more positions, so threads take tasks round robin.
     void attention(const Op& op, const Graph& g, int thread, int n_threads) {
-        const AttentionShape shape{hp_.n_head, hp_.n_head_kv, hp_.head_dim_k, hp_.head_dim_v};
+        const AttentionParams& a = op.attn;
         AttentionWorkspace& ws = attention_[static_cast<std::size_t>(thread)];
-        const int64_t tasks = op.rows * hp_.n_head_kv;
+        const int64_t tasks = op.rows * a.n_head_kv;
+        const float* q = buf(op.src0);
+        float* out = buf(op.dst);
         for (int64_t task = thread; task < tasks; task += n_threads) {
-            const int64_t t = task / hp_.n_head_kv;
-            attend_kv_group(shape, kv_, op.layer, task % hp_.n_head_kv,
-                            g.positions[static_cast<std::size_t>(t)],
-                            buf(Buf::Q) + t * hp_.q_width(), buf(op.dst) + t * hp_.attn_out_width(),
-                            ws);
+            const auto t = static_cast<std::size_t>(task / a.n_head_kv);
+            attend_kv_group(a, kv_, op.kv_layer, task % a.n_head_kv, g.in.positions[t],
+                            g.in.block_table(g.in.sequence[t]),
+                            q + static_cast<int64_t>(t) * a.n_head * a.head_dim_k,
+                            out + static_cast<int64_t>(t) * op.width, ws);
         }
     }
 
     void swiglu(const Op& op, int thread, int n_threads) {
         float* gate = buf(op.dst);
-        const float* up = buf(op.src);
-        const auto [begin, end] = share(op.rows * op.width, thread, n_threads);
-        minfer::swiglu(gate + begin, up + begin, gate + begin, end - begin);
+        const float* up = buf(op.src0);
+        for_row_pieces(op.rows, op.width, thread, n_threads, [&](int64_t at, int64_t n) {
+            minfer::swiglu(gate + at, up + at, gate + at, n);
+        });
     }
 
     void add(const Op& op, int thread, int n_threads) {
         float* x = buf(op.dst);
-        const float* y = buf(op.src);
+        const float* y = buf(op.src0);
         const auto [begin, end] = share(op.rows * op.width, thread, n_threads);
         minfer::add(x + begin, y + begin, x + begin, end - begin);
     }
 
     void select_rows(const Op& op, const Graph& g) {
-        const float* src = buf(op.src);
+        const float* src = buf(op.src0);
         float* dst = buf(op.dst);
         for (int64_t i = 0; i < op.rows; ++i) {
-            const int64_t row = g.output_rows[static_cast<std::size_t>(i)];
+            const int64_t row = g.in.output_rows[static_cast<std::size_t>(i)];
             std::memcpy(dst + i * op.width, src + row * op.width,
                         static_cast<std::size_t>(op.width) * sizeof(float));
         }
     }
 
-    const Model& model_;
-    const HParams& hp_;
     BackendOptions options_;
-    KvCache kv_;
-    ThreadPool pool_;
+    CpuKvPool kv_;
+    ThreadPool& pool_;
     MatmulScratch scratch_;
-    RopeConfig rope_;
-    std::array<std::vector<float>, kBufCount> buffers_;
-    std::vector<AttentionWorkspace> attention_;
+    std::vector<std::vector<float>> buffers_;     // by BufferId of the graphs executed
+    std::vector<AttentionWorkspace> attention_;   // per thread
     std::vector<std::optional<MatmulJob>> jobs_;  // per op of the graph being executed
     std::vector<bool> serial_;                    // per op: thread 0 runs it alone
     std::span<const float> logits_view_;
@@ -323,8 +329,8 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(const Model& model, const BackendOptions& options) {
-    return std::make_unique<CpuBackend>(model, options);
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, ThreadPool& pool) {
+    return std::make_unique<CpuBackend>(options, pool);
 }
 
 }  // namespace minfer

@@ -1,0 +1,52 @@
+#pragma once
+// A backend executes forward-pass graphs (model/graph.h) on one device and owns what lives
+// there: the activation buffers the graphs declare, the paged KV cache, the logits. It executes
+// exactly what a graph says: every input an op reads is named by the op, every parameter carried
+// by it. The CPU backend comes first; a CUDA backend implements the same interface.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "model/graph.h"
+#include "model/kv_spec.h"
+
+namespace minfer {
+
+class ThreadPool;
+
+struct BackendOptions {
+    int64_t n_vocab = 0;  // logits width; token ids are checked against it
+    KvCacheSpec kv;       // the cache to allocate
+    // Every row's results independent of the batch around it (bit-identical logits whether a
+    // sequence runs alone or beside others, in one prompt chunk or many).
+    bool batch_invariant = false;
+    // Called once per executed op with its time when set (MINFER_TRACE in the CLI).
+    std::function<void(const Op& op, double micros)> trace;
+};
+
+class Backend {
+  public:
+    virtual ~Backend() = default;
+    virtual std::string_view name() const = 0;
+
+    // Validates and runs every op of the graph (storing its tokens' K and V at their slots).
+    // Throws UsageError for an inconsistent graph, before anything runs.
+    virtual void execute(const Graph& graph) = 0;
+    // Logits of the last executed graph: [n_outputs][n_vocab].
+    virtual std::span<const float> logits() const = 0;
+
+    // Copies the first n_positions positions of cache block `from` to block `to` in every layer
+    // (copy on write of a shared block).
+    virtual void copy_kv_block(int32_t from, int32_t to, int64_t n_positions) = 0;
+
+    virtual std::size_t kv_cache_bytes() const = 0;
+    virtual std::size_t scratch_bytes() const = 0;
+};
+
+// Runs on `pool` (shared; see core/thread_pool.h), which must outlive the backend.
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, ThreadPool& pool);
+
+}  // namespace minfer

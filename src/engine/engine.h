@@ -1,0 +1,175 @@
+#pragma once
+// The engine: one model, one backend, the process's shared thread pool, and the sequences being
+// evaluated. step() builds one batch within the token budget (-b/--batch): one token for every
+// decoding sequence first, then chunks of waiting prompts in arrival order; runs it as one
+// forward pass; samples each sequence with its own sampler chain and seed; and reports what
+// happened to each sequence (a token and its text, the end and why). Every command that runs a
+// model goes through it: run, chat, score, bench, and the server.
+//
+// The KV cache is paged (engine/paged_kv_cache.h): sequences share prompt prefixes through the
+// prefix cache, which is looked up whenever a sequence's prompt reaches a block boundary. When the
+// pool runs out, the youngest sequence is preempted (its blocks freed, its tokens evaluated
+// again later); a sequence that would not fit even alone ends with StopReason::CacheFull.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/paged_kv_cache.h"
+#include "engine/stop_strings.h"
+#include "model/model.h"
+#include "sampling/sampler.h"
+#include "tokenizer/streaming_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer {
+
+class ThreadPool;
+
+struct EngineOptions {
+    int64_t n_ctx = 0;      // positions one sequence may hold; 0 = min(4096, the model's)
+    int64_t n_batch = 512;  // the most tokens one forward pass evaluates
+    // Positions the KV pool holds for all sequences together; 0 = n_ctx (one sequence).
+    int64_t kv_tokens = 0;
+    int n_threads = 0;  // 0 = every usable CPU; more are clamped (core/cpu_set.h)
+    // One thread per CPU, pinned: on some VMs (Firecracker) unpinned threads pile onto one vCPU.
+    bool pin_threads = true;
+    GgmlType kv_type = GgmlType::F16;
+    bool batch_invariant = false;  // see BackendOptions
+    std::function<void(const Op& op, double micros)> trace;  // per-op timing (MINFER_TRACE)
+    // The backend to run graphs on; unset: the CPU backend. (The tests' naive reference backend
+    // comes in here; a GPU backend will.)
+    std::function<std::unique_ptr<Backend>(const BackendOptions&, ThreadPool&)> make_backend;
+};
+
+enum class StopReason {
+    EndOfGeneration,  // "eog": the model's end-of-generation token
+    StopString,       // "stop": a stop string appeared
+    MaxTokens,        // "length": n_predict tokens
+    ContextFull,      // "context": the sequence reached n_ctx positions
+    CacheFull,        // "cache": the KV pool cannot hold the sequence even alone
+    Cancelled,        // "interrupted": cancel() (Ctrl-C, a client that went away)
+    PromptDone,       // "prompt": a sequence that only evaluates its prompt (score) is done
+};
+const char* stop_reason_name(StopReason reason);
+
+struct SequenceParams {
+    std::vector<int32_t> prompt;  // the whole prompt (with a continued sequence, all of it)
+    SamplingParams sampling;
+    int64_t n_predict = -1;         // tokens to generate at most; -1: until EOG or n_ctx
+    std::vector<std::string> stop;  // generation ends before the first of these
+    bool ignore_eog = false;        // keep generating past end-of-generation tokens (bench)
+    bool generate = true;           // false: evaluate the prompt only (score)
+    // Logits of every prompt position, not only of the last (score); the prefix cache is not used
+    // for such a sequence, since cached positions have no logits.
+    bool all_logits = false;
+    // Receives every logits row computed for the sequence, in position order: each prompt
+    // position with all_logits, and the row each token is sampled from. `pos` is the position of
+    // the token the row was computed at (it predicts position pos + 1).
+    std::function<void(int64_t pos, std::span<const float> logits)> on_logits;
+    // Continue this kept sequence (see keep): the KV cache positions it shares with `prompt`
+    // are kept, the rest evaluated.
+    std::optional<SeqId> continue_from;
+    // Keep the sequence's cache after it finishes, for continue_from (chat). Otherwise its blocks
+    // go to the prefix cache when it finishes.
+    bool keep = false;
+};
+
+struct SequenceStats {
+    int64_t n_prompt = 0;  // prompt tokens evaluated (not those reused from a cache)
+    int64_t n_reused = 0;  // prompt tokens whose K/V came from the kept sequence or prefix cache
+    double prompt_ms = 0;  // from submit to the first sampled token
+    int64_t n_generated = 0;   // tokens sampled (an end-of-generation token included)
+    double generation_ms = 0;  // from the first sampled token to the end
+    double prompt_tokens_per_second() const {
+        return prompt_ms > 0 ? 1000.0 * static_cast<double>(n_prompt) / prompt_ms : 0;
+    }
+    double generation_tokens_per_second() const {
+        return generation_ms > 0 ? 1000.0 * static_cast<double>(n_generated) / generation_ms : 0;
+    }
+};
+
+struct SequenceResult {
+    std::string text;             // everything streamed
+    std::vector<int32_t> tokens;  // the generated tokens (without the end-of-generation token)
+    StopReason stop = StopReason::MaxTokens;
+    SequenceStats stats;
+};
+
+struct SequenceEvent {
+    SeqId id = 0;
+    std::string text;     // text to show now (may be empty: a token can be half a character)
+    int32_t token = -1;   // the sampled token, -1 when this event carries none
+    bool finished = false;
+    StopReason stop = StopReason::MaxTokens;  // when finished
+};
+
+class Engine {
+  public:
+    // Throws UsageError for bad options, LimitError when the KV pool exceeds the memory the
+    // process may use.
+    Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer,
+           const EngineOptions& options);
+    ~Engine();
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // Queues a sequence. Throws LimitError when the prompt does not fit n_ctx, UsageError for an
+    // empty prompt, a token id outside the vocabulary or bad sampling parameters.
+    SeqId submit(SequenceParams params);
+    // Ends the sequence at the next step with StopReason::Cancelled (no-op once finished).
+    void cancel(SeqId id);
+    // Forgets a finished sequence (a kept one's cache goes to the prefix cache).
+    void release(SeqId id);
+
+    // One forward pass over the next batch; returns the events of the sequences it advanced or
+    // finished. Throws only for bugs (every input was checked by submit).
+    std::vector<SequenceEvent> step();
+    // True while a submitted sequence has not finished.
+    bool busy() const;
+
+    const SequenceResult& result(SeqId id) const;
+    // The tokens whose K/V the sequence holds (prompt and generated), position by position.
+    std::span<const int32_t> cached_tokens(SeqId id) const;
+
+    // The graph of the first forward pass of a sequence with this prompt (--dump-graph): the
+    // logits of its last row, or of every row.
+    Graph graph_for_prompt(std::span<const int32_t> prompt, bool all_logits = false) const;
+
+    const Model& model() const { return *model_; }
+    const Tokenizer& tokenizer() const { return *tokenizer_; }
+    int64_t n_ctx() const { return n_ctx_; }
+    int64_t n_batch() const { return n_batch_; }
+    int n_threads() const;
+    const PagedKvCache& kv() const { return kv_; }
+    const Backend& backend() const { return *backend_; }
+
+  private:
+    struct Sequence;
+    struct BatchEntry;
+    Sequence& at(SeqId id);
+    const Sequence& at(SeqId id) const;
+    bool schedule(Sequence& s, int64_t n, std::vector<BlockCopy>& copies,
+                  std::vector<Sequence*>& preempted);
+    Sequence* preempt_younger_than(const Sequence& s);
+    void finish(Sequence& s, StopReason reason, std::vector<SequenceEvent>& events);
+    void sample(Sequence& s, std::span<const float> logits, std::vector<SequenceEvent>& events);
+
+    std::shared_ptr<const Model> model_;
+    std::shared_ptr<const Tokenizer> tokenizer_;
+    int64_t n_ctx_;
+    int64_t n_batch_;
+    std::shared_ptr<ThreadPool> pool_;
+    std::unique_ptr<Backend> backend_;
+    PagedKvCache kv_;
+    std::vector<std::unique_ptr<Sequence>> sequences_;  // in arrival order
+    uint64_t arrivals_ = 0;
+};
+
+}  // namespace minfer

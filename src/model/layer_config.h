@@ -1,0 +1,40 @@
+#pragma once
+// What each transformer block of a model computes, as plain data (the way gemma.cpp keeps
+// LayerConfigs): head counts and sizes, the attention window, RoPE, which optional tensors the
+// block has. An architecture fills one per layer from the GGUF metadata; the graph builders read
+// nothing else, so per-layer differences (sliding-window layers, per-layer RoPE bases, head
+// counts) need no flags spread through the code.
+
+#include <cstdint>
+
+#include "kernels/rope_style.h"
+
+namespace minfer {
+
+struct RopeParams {
+    RopeStyle style = RopeStyle::kNormal;
+    int64_t n_dims = 0;       // leading values of each head that rotate (even, <= head size)
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;  // 1 / linear scaling factor: positions are multiplied by it
+};
+
+struct LayerConfig {
+    int64_t n_head = 0;
+    int64_t n_head_kv = 0;
+    int64_t head_dim_k = 0;
+    int64_t head_dim_v = 0;
+    int64_t n_ff = 0;
+    RopeParams rope;
+    float attn_scale = 1.0f;     // multiplies Q·K (1/sqrt(head_dim_k) unless the model says)
+    float attn_softcap = 0.0f;   // 0: none; else scores become softcap * tanh(score / softcap)
+    int64_t attn_window = 0;     // 0: every earlier position; else only the last attn_window
+    bool qkv_bias = false;       // attn_{q,k,v}.bias present (qwen2)
+    bool qk_norm = false;        // per-head RMSNorm of Q and K before RoPE (qwen3)
+
+    int64_t q_width() const { return n_head * head_dim_k; }      // Q projection output
+    int64_t kv_width() const { return n_head_kv * head_dim_k; }  // K projection output
+    int64_t v_width() const { return n_head_kv * head_dim_v; }   // V projection output
+    int64_t attn_out_width() const { return n_head * head_dim_v; }
+};
+
+}  // namespace minfer

@@ -1,0 +1,105 @@
+#include "runtime/benchmark.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+
+namespace minfer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab, std::mt19937& rng) {
+    std::uniform_int_distribution<int32_t> id(0, static_cast<int32_t>(n_vocab - 1));
+    std::vector<int32_t> tokens(static_cast<std::size_t>(n));
+    for (auto& t : tokens) t = id(rng);
+    return tokens;
+}
+
+// Steps until every sequence in `ids` has finished (or, with until_sampled, sampled a token).
+void run_until(Engine& engine, const std::vector<SeqId>& ids, bool until_sampled) {
+    std::vector<bool> done(ids.size(), false);
+    while (std::find(done.begin(), done.end(), false) != done.end()) {
+        if (!engine.busy()) throw UsageError("bench: the engine stopped before the test ended");
+        for (const SequenceEvent& e : engine.step()) {
+            const auto it = std::find(ids.begin(), ids.end(), e.id);
+            if (it == ids.end()) continue;
+            if (e.finished || (until_sampled && e.token >= 0))
+                done[static_cast<std::size_t>(it - ids.begin())] = true;
+            if (e.finished && e.stop == StopReason::CacheFull)
+                throw LimitError("bench: the KV cache is too small for the test");
+        }
+    }
+}
+
+SequenceParams greedy(std::vector<int32_t> prompt) {
+    SequenceParams p;
+    p.prompt = std::move(prompt);
+    p.sampling.temperature = 0.0f;
+    p.ignore_eog = true;
+    return p;
+}
+
+double time_prompt(Engine& engine, const BenchTest& t, std::mt19937& rng) {
+    const int64_t n_vocab = engine.model().hparams().n_vocab;
+    std::vector<int32_t> tokens = random_tokens(t.n_depth, n_vocab, rng);
+    std::optional<SeqId> depth;
+    if (t.n_depth > 0) {
+        SequenceParams p = greedy(tokens);
+        p.n_predict = 0;
+        p.keep = true;
+        depth = engine.submit(std::move(p));
+        run_until(engine, {*depth}, false);
+    }
+    const std::vector<int32_t> more = random_tokens(t.n_prompt, n_vocab, rng);
+    tokens.insert(tokens.end(), more.begin(), more.end());
+    SequenceParams p = greedy(std::move(tokens));
+    p.n_predict = 0;  // the last row's logits are computed, nothing is sampled
+    p.continue_from = depth;
+    const auto start = Clock::now();
+    const SeqId id = engine.submit(std::move(p));
+    run_until(engine, {id}, false);
+    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+    engine.release(id);
+    return ns;
+}
+
+double time_generation(Engine& engine, const BenchTest& t, std::mt19937& rng) {
+    const int64_t n_vocab = engine.model().hparams().n_vocab;
+    std::vector<SeqId> ids;
+    for (int64_t i = 0; i < t.n_parallel; ++i) {
+        SequenceParams p = greedy(random_tokens(std::max<int64_t>(1, t.n_depth + t.n_prompt), n_vocab, rng));
+        // Enough that no sequence ends during the measured steps, whichever step each started
+        // decoding in.
+        p.n_predict = t.n_gen + t.n_depth + t.n_prompt + 2;
+        ids.push_back(engine.submit(std::move(p)));
+    }
+    run_until(engine, ids, true);
+    const auto start = Clock::now();
+    for (int64_t step = 0; step < t.n_gen; ++step) engine.step();
+    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+    for (SeqId id : ids) engine.cancel(id);
+    run_until(engine, ids, false);
+    for (SeqId id : ids) engine.release(id);
+    return ns;
+}
+
+}  // namespace
+
+int64_t bench_tokens(const BenchTest& t) {
+    return t.n_gen > 0 ? t.n_gen * t.n_parallel : t.n_prompt;
+}
+
+int64_t bench_positions(const BenchTest& t) {
+    if (t.n_gen == 0) return t.n_depth + t.n_prompt;
+    // The prompt, what decoding starts with, and as many steps again for the sequences that
+    // began decoding while the others were still in their prompts.
+    return std::max<int64_t>(1, t.n_depth + t.n_prompt) + 2 * t.n_gen + t.n_depth + t.n_prompt + 2;
+}
+
+double run_bench_test(Engine& engine, const BenchTest& test, std::mt19937& rng) {
+    return test.n_gen > 0 ? time_generation(engine, test, rng) : time_prompt(engine, test, rng);
+}
+
+}  // namespace minfer

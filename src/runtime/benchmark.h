@@ -1,0 +1,33 @@
+#pragma once
+// The measurements of `minfer bench`, through the engine as every command runs a model: prompt
+// processing and token generation, for one sequence or several decoding together, after a depth
+// of tokens already in the cache. Prompts are random token ids, distinct for every sequence and
+// repetition, so the prefix cache cannot help.
+
+#include <cstdint>
+#include <random>
+
+#include "engine/engine.h"
+
+namespace minfer {
+
+struct BenchTest {
+    int64_t n_prompt = 0;    // prompt tokens (pp), or each sequence's prompt before decoding (tg)
+    int64_t n_gen = 0;       // tokens decoded per sequence (tg); 0 for a pp test
+    int64_t n_depth = 0;     // tokens in the cache before the measured part
+    int64_t n_parallel = 1;  // sequences decoding together (tg)
+};
+
+// Nanoseconds of the measured part of one run:
+//  pp: evaluating n_prompt tokens (in chunks of the engine's batch) after n_depth cached ones;
+//  tg: n_gen forward passes of one token for each of n_parallel sequences, once every sequence
+//      has evaluated its n_depth + n_prompt prompt tokens (at least one) and sampled.
+double run_bench_test(Engine& engine, const BenchTest& test, std::mt19937& rng);
+
+// Tokens the measured part evaluates (for tokens/s): n_prompt, or n_gen x n_parallel.
+int64_t bench_tokens(const BenchTest& test);
+
+// Positions one sequence of the test holds at most (the engine's n_ctx must be at least this).
+int64_t bench_positions(const BenchTest& test);
+
+}  // namespace minfer

@@ -1,0 +1,62 @@
+#include "runtime/loaded_model.h"
+
+#include <chrono>
+
+#include "core/error.h"
+
+namespace minfer {
+namespace {
+
+// Reads one byte per page of every part; the sum keeps the reads from being optimised away.
+unsigned touch_pages(const GgufFile& file, const std::function<void(double)>& on_progress) {
+    constexpr std::size_t kPage = 4096;
+    const double total = static_cast<double>(file.file_size());
+    double done = 0;
+    unsigned sum = 0;
+    for (const auto& part : file.parts()) {
+        const auto bytes = part.bytes;
+        for (std::size_t i = 0; i < bytes.size(); i += kPage) {
+            sum += static_cast<unsigned>(bytes[i]);
+            if ((i & ((std::size_t{1} << 24) - 1)) == 0)
+                on_progress((done + static_cast<double>(i)) / total);
+        }
+        done += static_cast<double>(bytes.size());
+    }
+    on_progress(1.0);
+    return sum;
+}
+
+}  // namespace
+
+LoadedModel load_model(const std::string& reference, const LoadOptions& options) {
+    for (const char* scheme : {"hf:", "ollama:", "hf://", "https://", "http://"}) {
+        if (reference.rfind(scheme, 0) == 0) {
+            throw UnsupportedError(
+                concat("'", reference, "': downloading models (", scheme,
+                       ") is not supported yet; download the GGUF file and pass its path"));
+        }
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto model = Model::load(resolve_model_path(reference));
+    if (options.on_read_progress) {
+        volatile unsigned sink = touch_pages(model->file(), options.on_read_progress);
+        (void)sink;
+    }
+    const GgufMetadata& meta = model->metadata();
+    LoadedModel loaded{
+        model,
+        std::make_shared<const Tokenizer>(Tokenizer::from_gguf(meta)),
+        chat::ChatTemplate::parse(options.template_source
+                                      ? *options.template_source
+                                      : chat::template_source_for(meta, std::nullopt)),
+        options.template_source.has_value() || meta.contains("tokenizer.chat_template"),
+        chat::special_token_text(meta, "tokenizer.ggml.bos_token_id"),
+        chat::special_token_text(meta, "tokenizer.ggml.eos_token_id"),
+        0,
+    };
+    loaded.load_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return loaded;
+}
+
+}  // namespace minfer

@@ -1,0 +1,39 @@
+#pragma once
+// What every command that runs a model starts from, loaded once: the model, its tokenizer and its
+// chat template (the model's, a replacement, or ChatML), with the special-token texts templates
+// use. Reference resolution lives here too, not in a front end: a path, a directory holding one
+// model, the first part of a split model (hf: and ollama: are recognised and refused for now).
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "chat/chat_template.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer {
+
+struct LoadOptions {
+    // Replaces the model's chat template (the text of a --template file).
+    std::optional<std::string> template_source;
+    // When set, every page of the weights is read once at load (so the first answer does not
+    // stall on a cold disk), reporting the fraction done.
+    std::function<void(double fraction)> on_read_progress;
+};
+
+struct LoadedModel {
+    std::shared_ptr<const Model> model;
+    std::shared_ptr<const Tokenizer> tokenizer;
+    chat::ChatTemplate chat_template;
+    // The model has a template of its own or one was given (else chat_template is ChatML).
+    bool has_template = false;
+    std::string bos_text, eos_text;  // the BOS and EOS tokens' texts, for templates
+    double load_ms = 0;
+};
+
+// Throws UnsupportedError for hf:/ollama:/URLs, IoError/FormatError for files.
+LoadedModel load_model(const std::string& reference, const LoadOptions& options = {});
+
+}  // namespace minfer

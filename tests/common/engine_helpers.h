@@ -1,0 +1,38 @@
+#pragma once
+// Driving the engine from tests: an engine over a fixture model, the logits of every position of
+// a token sequence, greedy continuations.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "runtime/loaded_model.h"
+
+namespace minfer::test {
+
+struct TestEngine {
+    LoadedModel model;
+    std::unique_ptr<Engine> engine;
+};
+
+TestEngine make_engine(const std::filesystem::path& model_path, const EngineOptions& options);
+
+using LogitRows = std::vector<std::vector<float>>;  // [position][n_vocab]
+
+// Every position's logits of `tokens` evaluated as one fresh sequence.
+LogitRows evaluate_all(Engine& engine, const std::vector<int32_t>& tokens);
+
+// The index of the largest logit (the smallest index among equal ones).
+int32_t argmax(const std::vector<float>& logits);
+
+// Largest |log_softmax(a) - log_softmax(b)| over the vocabulary (rows of equal length).
+double max_logprob_difference(std::span<const float> a, std::span<const float> b);
+
+// The fixture models the engine runs (every architecture and weight type with golden data).
+const std::vector<std::string>& engine_fixture_models();  // file names under fixtures/models
+
+}  // namespace minfer::test

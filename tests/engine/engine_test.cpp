@@ -1,0 +1,248 @@
+// The engine's sequence management on a real model: the prefix cache (shared prompts computed
+// once, with the same bits as computed again), preemption when the KV pool runs short, a
+// sequence too large for the pool, cancellation, continuing a kept sequence after an edit, and
+// the checks submit() makes. Batch-invariant mode makes "the same result" a bit-for-bit check.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "common/engine_helpers.h"
+#include "common/fixtures.h"
+#include "core/error.h"
+#include "runtime/generation.h"
+
+namespace minfer {
+namespace {
+
+const char* const kModel = "models/tiny-qwen2-q8_0.gguf";
+
+std::vector<int32_t> random_tokens(std::size_t n, unsigned seed, int32_t n_vocab) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int32_t> token(0, n_vocab - 1);
+    std::vector<int32_t> out(n);
+    for (auto& t : out) t = token(rng);
+    return out;
+}
+
+SequenceParams greedy(std::vector<int32_t> prompt, int64_t n_predict) {
+    SequenceParams p;
+    p.prompt = std::move(prompt);
+    p.sampling.temperature = 0.0f;
+    p.n_predict = n_predict;
+    p.ignore_eog = true;
+    return p;
+}
+
+EngineOptions options(int64_t kv_tokens, int64_t n_batch = 512) {
+    EngineOptions o;
+    o.n_threads = 2;
+    o.n_ctx = 128;
+    o.kv_tokens = kv_tokens;
+    o.n_batch = n_batch;
+    o.batch_invariant = true;
+    return o;
+}
+
+bool same_bits(std::span<const float> a, std::span<const float> b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// The logits row a sequence's first token is sampled from.
+struct FirstRow {
+    std::vector<float> row;
+    void attach(SequenceParams& p, int64_t last_prompt_pos) {
+        p.on_logits = [this, last_prompt_pos](int64_t pos, std::span<const float> logits) {
+            if (pos == last_prompt_pos) row.assign(logits.begin(), logits.end());
+        };
+    }
+};
+
+TEST(PrefixCache, ASharedPromptIsComputedOnceWithTheSameBits) {
+    MINFER_REQUIRE_FIXTURE(model_path, kModel);
+    auto t = test::make_engine(model_path, options(1024, 16));
+    const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
+    const std::vector<int32_t> system = random_tokens(50, 7, n_vocab);  // 3 whole blocks + 2
+    const auto prompt_with = [&](unsigned seed) {
+        std::vector<int32_t> p = system;
+        const auto tail = random_tokens(6, seed, n_vocab);
+        p.insert(p.end(), tail.begin(), tail.end());
+        return p;
+    };
+
+    // Each prompt alone on a fresh engine: the reference rows.
+    std::vector<FirstRow> alone(5);
+    for (unsigned i = 0; i < alone.size(); ++i) {
+        auto fresh = test::make_engine(model_path, options(1024));
+        SequenceParams p = greedy(prompt_with(100 + i), 2);
+        alone[i].attach(p, 55);
+        const Generation g = generate(*fresh.engine, std::move(p), nullptr);
+        EXPECT_EQ(g.result.stats.n_reused, 0);
+    }
+
+    // The first sequence fills the cache, the four others arrive together while nothing runs.
+    std::vector<FirstRow> shared(5);
+    SequenceParams first = greedy(prompt_with(100), 2);
+    shared[0].attach(first, 55);
+    generate(*t.engine, std::move(first), nullptr);
+    std::vector<SeqId> ids;
+    for (unsigned i = 1; i < shared.size(); ++i) {
+        SequenceParams p = greedy(prompt_with(100 + i), 2);
+        shared[i].attach(p, 55);
+        ids.push_back(t.engine->submit(std::move(p)));
+    }
+    while (t.engine->busy()) t.engine->step();
+
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        // The 48 positions of the three whole blocks of the system prompt come from the cache.
+        EXPECT_EQ(t.engine->result(ids[i]).stats.n_reused, 48);
+        EXPECT_EQ(t.engine->result(ids[i]).stats.n_prompt, 8);
+    }
+    EXPECT_EQ(t.engine->kv().prefix_hits(), 4 * 48);
+    for (std::size_t i = 0; i < shared.size(); ++i) {
+        EXPECT_TRUE(same_bits(shared[i].row, alone[i].row)) << "sequence " << i;
+    }
+}
+
+TEST(PrefixCache, APromptThatDiffersInOneTokenIsNotServedAnothersCache) {
+    MINFER_REQUIRE_FIXTURE(model_path, kModel);
+    auto t = test::make_engine(model_path, options(1024));
+    const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
+    std::vector<int32_t> a = random_tokens(40, 3, n_vocab);
+    std::vector<int32_t> b = a;
+    b[20] = (b[20] + 1) % n_vocab;  // in the second block
+    generate(*t.engine, greedy(a, 1), nullptr);
+    const Generation g = generate(*t.engine, greedy(b, 1), nullptr);
+    EXPECT_EQ(g.result.stats.n_reused, 16);  // the first block only
+}
+
+// Three sequences that each need 3 blocks, in a pool of 4: the youngest are preempted (their
+// blocks freed and their tokens evaluated again later), and every sequence still ends with the
+// tokens and logits it has alone.
+TEST(Preemption, SequencesThatDoNotFitTogetherFinishOneAfterAnother) {
+    MINFER_REQUIRE_FIXTURE(model_path, kModel);
+    auto t = test::make_engine(model_path, options(64));
+    const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
+    std::vector<std::vector<int32_t>> alone_tokens;
+    for (unsigned i = 0; i < 3; ++i) {
+        auto fresh = test::make_engine(model_path, options(64));
+        alone_tokens.push_back(
+            generate(*fresh.engine, greedy(random_tokens(20, 40 + i, n_vocab), 20), nullptr)
+                .result.tokens);
+    }
+    std::vector<SeqId> ids;
+    for (unsigned i = 0; i < 3; ++i)
+        ids.push_back(t.engine->submit(greedy(random_tokens(20, 40 + i, n_vocab), 20)));
+    int steps = 0;
+    while (t.engine->busy()) {
+        t.engine->step();
+        ASSERT_LT(++steps, 500);
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        const SequenceResult& r = t.engine->result(ids[i]);
+        EXPECT_EQ(r.stop, StopReason::MaxTokens) << stop_reason_name(r.stop);
+        EXPECT_EQ(r.tokens, alone_tokens[i]) << "sequence " << i;
+        t.engine->release(ids[i]);
+    }
+    EXPECT_EQ(t.engine->kv().pool().n_available(), t.engine->kv().pool().n_blocks());
+}
+
+TEST(Preemption, ASequenceLargerThanThePoolEndsWithCacheFull) {
+    MINFER_REQUIRE_FIXTURE(model_path, kModel);
+    auto t = test::make_engine(model_path, options(32));
+    const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
+    const SeqId small = t.engine->submit(greedy(random_tokens(10, 1, n_vocab), 4));
+    const SeqId large = t.engine->submit(greedy(random_tokens(40, 2, n_vocab), 4));
+    int steps = 0;
+    while (t.engine->busy()) {
+        t.engine->step();
+        ASSERT_LT(++steps, 100);
+    }
+    EXPECT_EQ(t.engine->result(small).stop, StopReason::MaxTokens);
+    EXPECT_EQ(t.engine->result(large).stop, StopReason::CacheFull);
+    EXPECT_TRUE(t.engine->result(large).tokens.empty());
+    // A sequence that fills the pool while generating ends the same way, never overwriting.
+    const Generation g = generate(*t.engine, greedy(random_tokens(20, 3, n_vocab), 40), nullptr);
+    EXPECT_EQ(g.result.stop, StopReason::CacheFull);
+    // 32 positions: 20 of prompt and 12 generated tokens evaluated; the 13th was sampled from the
+    // last row but has no room.
+    EXPECT_EQ(g.result.tokens.size(), 13u);
+}
+
+TEST(Cancellation, ACancelledSequenceEndsAtTheNextStepAndFreesItsBlocks) {
+    MINFER_REQUIRE_FIXTURE(model_path, kModel);
+    auto t = test::make_engine(model_path, options(256));
+    const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
+    const SeqId keep_going = t.engine->submit(greedy(random_tokens(30, 5, n_vocab), 10));
+    const SeqId cancelled = t.engine->submit(greedy(random_tokens(30, 6, n_vocab), 50));
+    t.engine->step();
+    t.engine->step();
+    t.engine->cancel(cancelled);
+    const std::vector<SequenceEvent> events = t.engine->step();
+    bool reported = false;
+    for (const auto& e : events) {
+        if (e.id == cancelled) {
+            EXPECT_TRUE(e.finished);
+            EXPECT_EQ(e.stop, StopReason::Cancelled);
+            reported = true;
+        }
+    }
+    EXPECT_TRUE(reported);
+    while (t.engine->busy()) t.engine->step();
+    EXPECT_EQ(t.engine->result(keep_going).stop, StopReason::MaxTokens);
+    t.engine->release(keep_going);
+    t.engine->release(cancelled);
+    // Nothing is held: every block is free or idle in the prefix cache.
+    EXPECT_EQ(t.engine->kv().pool().n_available(), t.engine->kv().pool().n_blocks());
+}
+
+// A kept sequence continued with an edited history (chat: a message changed) keeps the positions
+// both share, evaluates the rest, and gets the logits of a fresh evaluation.
+TEST(Continuation, AnEditedHistoryKeepsTheCommonPositionsOnly) {
+    MINFER_REQUIRE_FIXTURE(model_path, kModel);
+    auto t = test::make_engine(model_path, options(512));
+    const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
+    std::vector<int32_t> history = random_tokens(37, 11, n_vocab);
+    SequenceParams first = greedy(history, 5);
+    first.keep = true;
+    const Generation g1 = generate(*t.engine, std::move(first), nullptr);
+    // The edit: position 30 changes; the conversation goes on with 9 new tokens.
+    std::vector<int32_t> edited(t.engine->cached_tokens(g1.id).begin(),
+                                t.engine->cached_tokens(g1.id).end());
+    edited[30] = (edited[30] + 1) % n_vocab;
+    const auto more = random_tokens(9, 12, n_vocab);
+    edited.insert(edited.end(), more.begin(), more.end());
+
+    SequenceParams second = greedy(edited, 3);
+    second.continue_from = g1.id;
+    FirstRow continued;
+    continued.attach(second, static_cast<int64_t>(edited.size()) - 1);
+    const Generation g2 = generate(*t.engine, std::move(second), nullptr);
+    EXPECT_EQ(g2.result.stats.n_reused, 30);
+
+    auto fresh = test::make_engine(model_path, options(512));
+    SequenceParams again = greedy(edited, 3);
+    FirstRow reference;
+    reference.attach(again, static_cast<int64_t>(edited.size()) - 1);
+    const Generation g3 = generate(*fresh.engine, std::move(again), nullptr);
+    EXPECT_TRUE(same_bits(continued.row, reference.row));
+    EXPECT_EQ(g2.result.tokens, g3.result.tokens);
+}
+
+TEST(Submit, RefusesWhatCannotRun) {
+    MINFER_REQUIRE_FIXTURE(model_path, kModel);
+    auto t = test::make_engine(model_path, options(512));
+    const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
+    EXPECT_THROW(t.engine->submit(greedy({}, 1)), UsageError);
+    EXPECT_THROW(t.engine->submit(greedy({1, n_vocab}, 1)), UsageError);
+    EXPECT_THROW(t.engine->submit(greedy({-1}, 1)), UsageError);
+    EXPECT_THROW(t.engine->submit(greedy(random_tokens(129, 1, n_vocab), 1)), LimitError);
+    SequenceParams bad = greedy({1, 2}, 1);
+    bad.sampling.temperature = -1.0f;
+    EXPECT_THROW(t.engine->submit(bad), UsageError);
+    EXPECT_FALSE(t.engine->busy());
+}
+
+}  // namespace
+}  // namespace minfer
