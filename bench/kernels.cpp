@@ -227,19 +227,20 @@ std::vector<float> activations(int64_t n_tokens, int64_t n_cols = kDim) {
     return x;
 }
 
-// One token against an n_cols x n_rows matrix streamed from DRAM, in GB/s of weights read (and as
-// a fraction of the measured read bandwidth).
+// One token (or range(1) tokens) against an n_cols x n_rows matrix streamed from DRAM, in GB/s of
+// weights read (and as a fraction of the measured read bandwidth).
 void gemv(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows,
           minfer::MatmulMode mode) {
     const int n_threads = static_cast<int>(state.range(0));
+    const int64_t n_tokens = state.range(1) > 0 ? state.range(1) : 1;
     const Weights& w = weights_of(type, n_cols, n_rows);
-    const std::vector<float> x = activations(1, n_cols);
-    std::vector<float> y(static_cast<std::size_t>(n_rows));
+    const std::vector<float> x = activations(n_tokens, n_cols);
+    std::vector<float> y(static_cast<std::size_t>(n_rows * n_tokens));
     minfer::MatmulScratch scratch;
     auto& pool = pool_of(n_threads);
     std::size_t copy = 0;
     for (auto _ : state) {
-        minfer::matmul(w.view(copy), x.data(), 1, y.data(), pool, scratch, mode);
+        minfer::matmul(w.view(copy), x.data(), n_tokens, y.data(), pool, scratch, mode);
         copy = (copy + 1) % w.n_copies;
         benchmark::ClobberMemory();
     }
@@ -255,14 +256,14 @@ void gemv(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows
 }
 
 void BM_Gemv(benchmark::State& state, GgmlType type) {
-    gemv(state, type, kDim, kDim, minfer::MatmulMode::kFastest);
+    gemv(state, type, kDim, kDim, minfer::MatmulMode::kGemvForOneToken);
 }
 
 // Decoding's matrices of Qwen2 0.5B (n_cols x n_rows: 896 x 4864 FFN up/gate, 4864 x 896 FFN
 // down, 896 x 151936 output), one token, in the fast mode (GEMV) and in the batch-invariant mode
 // (GEMM panels), for the cost of batch invariance per matrix.
 void BM_GemvFast(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows) {
-    gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kFastest);
+    gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kGemvForOneToken);
 }
 void BM_GemvInvariant(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows) {
     gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kBatchInvariant);
@@ -327,20 +328,19 @@ MINFER_MATMUL_BENCH(Q6_K);
 MINFER_MATMUL_BENCH(IQ4_NL);
 MINFER_MATMUL_BENCH(F16);
 
-#define MINFER_DECODE_BENCH(TYPE, NAME, COLS, ROWS)                                       \
-    BENCHMARK_CAPTURE(BM_GemvFast, TYPE##_##NAME, GgmlType::TYPE, COLS, ROWS)            \
-        ->Arg(1)                                                                          \
-        ->Arg(2)                                                                          \
-        ->UseRealTime()                                                                   \
-        ->Unit(benchmark::kMicrosecond);                                                  \
-    BENCHMARK_CAPTURE(BM_GemvInvariant, TYPE##_##NAME, GgmlType::TYPE, COLS, ROWS)       \
-        ->Arg(1)                                                                          \
-        ->Arg(2)                                                                          \
-        ->UseRealTime()                                                                   \
+// Arguments: threads, tokens (1 to 16: sequences decoding together).
+#define MINFER_DECODE_BENCH(TYPE, NAME, COLS, ROWS)                                \
+    BENCHMARK_CAPTURE(BM_GemvFast, TYPE##_##NAME, GgmlType::TYPE, COLS, ROWS)      \
+        ->ArgsProduct({{1, 2}, {1, 2, 3, 4, 8, 16}})                               \
+        ->UseRealTime()                                                            \
+        ->Unit(benchmark::kMicrosecond);                                           \
+    BENCHMARK_CAPTURE(BM_GemvInvariant, TYPE##_##NAME, GgmlType::TYPE, COLS, ROWS) \
+        ->ArgsProduct({{1, 2}, {1, 2, 3, 4, 8, 16}})                               \
+        ->UseRealTime()                                                            \
         ->Unit(benchmark::kMicrosecond)
-#define MINFER_DECODE_BENCHES(TYPE)                       \
-    MINFER_DECODE_BENCH(TYPE, 896x4864, 896, 4864);       \
-    MINFER_DECODE_BENCH(TYPE, 4864x896, 4864, 896);       \
+#define MINFER_DECODE_BENCHES(TYPE)                 \
+    MINFER_DECODE_BENCH(TYPE, 896x4864, 896, 4864); \
+    MINFER_DECODE_BENCH(TYPE, 4864x896, 4864, 896); \
     MINFER_DECODE_BENCH(TYPE, 896x151936, 896, 151936)
 MINFER_DECODE_BENCHES(Q4_0);
 MINFER_DECODE_BENCHES(Q8_0);

@@ -21,8 +21,9 @@ struct BackendOptions {
     int64_t n_vocab = 0;  // logits width; token ids are checked against it
     KvCacheSpec kv;       // the cache to allocate
     // Every row's results independent of the batch around it (bit-identical logits whether a
-    // sequence runs alone or beside others, in one prompt chunk or many).
-    bool batch_invariant = false;
+    // sequence runs alone or beside others, in one prompt chunk or many). False lets one-token
+    // matmuls take the GEMV kernels (kernels/matmul.h: faster on some CPUs, not on others).
+    bool batch_invariant = true;
     // Called once per executed op with its time when set (MINFER_TRACE in the CLI).
     std::function<void(const Op& op, double micros)> trace;
 };

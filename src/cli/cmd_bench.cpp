@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/context_flags.h"
 #include "cli/format.h"
 #include "cli/model_loading.h"
 #include "core/cpu_set.h"
@@ -38,7 +39,7 @@ struct BenchOptions {
     int repetitions = 5;
     int64_t batch = 512;
     std::string cache_type = "f16";
-    bool batch_invariant = false;
+    bool batch_invariant = true;
     bool json = false;
     bool csv = false;
     bool no_roofline = false;
@@ -88,10 +89,11 @@ std::string model_type(const Model& model) {
     }
     if (ftype.empty() || ftype == "?") {
         const TensorInfo* t = model.file().find_tensor("blk.0.ffn_down.weight");
-        ftype = std::string(type_name(t != nullptr ? t->type : model.file().tensors().front()->type));
+        ftype =
+            std::string(type_name(t != nullptr ? t->type : model.file().tensors().front()->type));
     }
     const std::string size = params < 5e7 ? format_fixed(params / 1e6, 1) + "M"
-                                           : format_fixed(billions, billions < 10 ? 1 : 0) + "B";
+                                          : format_fixed(billions, billions < 10 ? 1 : 0) + "B";
     return concat(model.hparams().architecture, " ", size, " ", ftype);
 }
 
@@ -174,11 +176,11 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
         std::cout << array.dump(2) << "\n";
         return;
     }
-    const char* fields[] = {"build_commit", "backends",   "model_filename", "model_type",
-                            "model_size",   "model_n_params", "n_batch",    "n_threads",
-                            "type_k",       "type_v",     "batch_invariant", "n_prompt",
-                            "n_gen",        "n_depth",    "n_parallel",     "test_time",
-                            "avg_ns",       "stddev_ns",  "avg_ts",         "stddev_ts"};
+    const char* fields[] = {"build_commit", "backends",       "model_filename",  "model_type",
+                            "model_size",   "model_n_params", "n_batch",         "n_threads",
+                            "type_k",       "type_v",         "batch_invariant", "n_prompt",
+                            "n_gen",        "n_depth",        "n_parallel",      "test_time",
+                            "avg_ns",       "stddev_ns",      "avg_ts",          "stddev_ts"};
     std::string header;
     for (const char* f : fields) header += concat(header.empty() ? "" : ",", f);
     std::cout << header << "\n";
@@ -206,8 +208,7 @@ void print_table(const std::vector<TestResult>& results, const Model& model) {
             "| %-30s | %7.2f MiB | %8.2f M | CPU     | %7d | %3lld | %15s | %12.2f ± %5.2f |\n",
             type.c_str(), static_cast<double>(model.weight_bytes()) / (1024.0 * 1024.0),
             static_cast<double>(model.n_params()) / 1e6, r.threads,
-            static_cast<long long>(r.test.n_parallel), r.name().c_str(), r.avg_ts(),
-            r.stddev_ts());
+            static_cast<long long>(r.test.n_parallel), r.name().c_str(), r.avg_ts(), r.stddev_ts());
     }
 }
 
@@ -245,9 +246,10 @@ void add_bench_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("-n,--n-gen", o->n_gen, "Generation lengths to test, comma-separated (0 skips)")
         ->capture_default_str();
-    cmd->add_option("--n-parallel", o->n_parallel,
-                    "(or -np) Sequences decoding together, comma-separated: each is prefilled with its own "
-                    "random prompt of -p tokens, then all decode -n tokens; t/s is the aggregate");
+    cmd->add_option(
+        "--n-parallel", o->n_parallel,
+        "(or -np) Sequences decoding together, comma-separated: each is prefilled with its own "
+        "random prompt of -p tokens, then all decode -n tokens; t/s is the aggregate");
     cmd->add_option("-d,--n-depth", o->n_depth,
                     "Tokens already in the cache before each test, comma-separated")
         ->capture_default_str();
@@ -263,8 +265,8 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--cache-type", o->cache_type, "KV cache type: f16, f32 or q8_0")
         ->check(CLI::IsMember({"f16", "f32", "q8_0"}))
         ->capture_default_str();
-    cmd->add_flag("--batch-invariant", o->batch_invariant,
-                  "Measure with bit-identical results whatever the batch (see run --help)");
+    cmd->add_flag("--batch-invariant,!--no-batch-invariant", o->batch_invariant,
+                  "Bit-identical results whatever the batch (default; see run --help)");
     auto* json = cmd->add_flag("--json", o->json, "Print a JSON array (llama-bench's fields)");
     cmd->add_flag("--csv", o->csv, "Print CSV (llama-bench's fields)")->excludes(json);
     cmd->add_flag("--no-roofline", o->no_roofline, "Skip the memory-bandwidth measurement");
@@ -280,11 +282,13 @@ void add_bench_command(CLI::App& app) {
         const int n_cpus = usable_cpu_count();
         for (int t : threads) {
             if (t > n_cpus) {
-                throw UsageError(concat("bench -t ", t, ": ", cpus_available_text(n_cpus),
-                                        "; measuring more threads than CPUs measures the scheduler"));
+                throw UsageError(
+                    concat("bench -t ", t, ": ", cpus_available_text(n_cpus),
+                           "; measuring more threads than CPUs measures the scheduler"));
             }
         }
-        const std::vector<BenchTest> tests = plan_tests(prompts, gens, depths, parallel, parallel_mode);
+        const std::vector<BenchTest> tests =
+            plan_tests(prompts, gens, depths, parallel, parallel_mode);
         if (tests.empty()) throw UsageError("nothing to measure: every -p and -n is 0");
 
         const LoadedModel loaded = load_model_for_cli(o->model, /*quiet=*/true);
@@ -292,6 +296,7 @@ void add_bench_command(CLI::App& app) {
         options.n_batch = o->batch;
         options.kv_type = parse_kv_cache_type(o->cache_type);
         options.batch_invariant = o->batch_invariant;
+        options.trace = trace_from_environment();
         int64_t max_kv = 0;
         for (const BenchTest& t : tests) {
             options.n_ctx = std::max(options.n_ctx, bench_positions(t));

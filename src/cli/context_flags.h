@@ -19,10 +19,12 @@ struct ContextFlags {
     int64_t batch = 512;
     std::string cache_type = "f16";
     bool no_pin_threads = false;
-    bool batch_invariant = false;
+    bool batch_invariant = true;
 };
 
 void add_context_flags(CLI::App* cmd, ContextFlags& flags);
 EngineOptions to_engine_options(const ContextFlags& flags);
+// MINFER_TRACE=N: prints every op of the N-th forward pass with its time to stderr (unset: none).
+std::function<void(const Op&, double)> trace_from_environment();
 
 }  // namespace minfer::cli

@@ -86,17 +86,19 @@ uint64_t BlockPool::key_of(int32_t parent, std::span<const int32_t> tokens) cons
     return h;
 }
 
-void BlockPool::register_block(int32_t block, int32_t parent, std::span<const int32_t> tokens) {
+int32_t BlockPool::register_block(int32_t block, int32_t parent, std::span<const int32_t> tokens) {
     if (static_cast<int64_t>(tokens.size()) != block_size_)
         throw UsageError("only full KV blocks can be registered");
     Meta& m = meta(block);
-    if (m.registered || find(parent, tokens)) return;
+    if (m.registered) return block;
+    if (const auto existing = find(parent, tokens)) return *existing;
     m.registered = true;
     m.key = key_of(parent, tokens);
     m.parent = parent;
     m.parent_generation = parent == kNoBlock ? 0 : meta(parent).generation;
     m.tokens.assign(tokens.begin(), tokens.end());
     registry_.emplace(m.key, block);
+    return block;
 }
 
 std::optional<int32_t> BlockPool::find(int32_t parent, std::span<const int32_t> tokens) {
@@ -142,10 +144,14 @@ void BlockPool::lru_push_back(int32_t block) {
 
 void BlockPool::lru_remove(int32_t block) {
     Meta& m = meta(block);
-    if (m.lru_prev != kNoBlock) meta(m.lru_prev).lru_next = m.lru_next;
-    else lru_head_ = m.lru_next;
-    if (m.lru_next != kNoBlock) meta(m.lru_next).lru_prev = m.lru_prev;
-    else lru_tail_ = m.lru_prev;
+    if (m.lru_prev != kNoBlock)
+        meta(m.lru_prev).lru_next = m.lru_next;
+    else
+        lru_head_ = m.lru_next;
+    if (m.lru_next != kNoBlock)
+        meta(m.lru_next).lru_prev = m.lru_prev;
+    else
+        lru_tail_ = m.lru_prev;
     m.lru_prev = m.lru_next = kNoBlock;
 }
 

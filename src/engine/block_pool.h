@@ -43,8 +43,9 @@ class BlockPool {
     bool registered(int32_t block) const { return meta(block).registered; }
 
     // Registers a full block holding `tokens` (block_size of them) after `parent` (kNoBlock for a
-    // sequence's first block). Does nothing if the same content is registered already.
-    void register_block(int32_t block, int32_t parent, std::span<const int32_t> tokens);
+    // sequence's first block) and returns it; if the same content is registered already (another
+    // sequence computed it too), returns that block instead and registers nothing.
+    int32_t register_block(int32_t block, int32_t parent, std::span<const int32_t> tokens);
     // The registered block holding `tokens` after `parent`, if any; it becomes the most recently
     // used. The caller retains it to use it.
     std::optional<int32_t> find(int32_t parent, std::span<const int32_t> tokens);

@@ -41,7 +41,7 @@ struct EngineOptions {
     // One thread per CPU, pinned: on some VMs (Firecracker) unpinned threads pile onto one vCPU.
     bool pin_threads = true;
     GgmlType kv_type = GgmlType::F16;
-    bool batch_invariant = false;  // see BackendOptions
+    bool batch_invariant = true;                             // see BackendOptions
     std::function<void(const Op& op, double micros)> trace;  // per-op timing (MINFER_TRACE)
     // The backend to run graphs on; unset: the CPU backend. (The tests' naive reference backend
     // comes in here; a GPU backend will.)
@@ -82,10 +82,10 @@ struct SequenceParams {
 };
 
 struct SequenceStats {
-    int64_t n_prompt = 0;  // prompt tokens evaluated (not those reused from a cache)
-    int64_t n_reused = 0;  // prompt tokens whose K/V came from the kept sequence or prefix cache
-    double prompt_ms = 0;  // from submit to the first sampled token
-    int64_t n_generated = 0;   // tokens sampled (an end-of-generation token included)
+    int64_t n_prompt = 0;     // prompt tokens evaluated (not those reused from a cache)
+    int64_t n_reused = 0;     // prompt tokens whose K/V came from the kept sequence or prefix cache
+    double prompt_ms = 0;     // from submit to the first sampled token
+    int64_t n_generated = 0;  // tokens sampled (an end-of-generation token included)
     double generation_ms = 0;  // from the first sampled token to the end
     double prompt_tokens_per_second() const {
         return prompt_ms > 0 ? 1000.0 * static_cast<double>(n_prompt) / prompt_ms : 0;
@@ -104,8 +104,8 @@ struct SequenceResult {
 
 struct SequenceEvent {
     SeqId id = 0;
-    std::string text;     // text to show now (may be empty: a token can be half a character)
-    int32_t token = -1;   // the sampled token, -1 when this event carries none
+    std::string text;    // text to show now (may be empty: a token can be half a character)
+    int32_t token = -1;  // the sampled token, -1 when this event carries none
     bool finished = false;
     StopReason stop = StopReason::MaxTokens;  // when finished
 };

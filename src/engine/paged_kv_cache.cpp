@@ -46,8 +46,8 @@ void PagedKvCache::remove(SeqId seq) {
 void PagedKvCache::truncate(SeqId seq, int64_t n) {
     Sequence& s = at(seq);
     if (n < 0 || n > static_cast<int64_t>(s.tokens.size()))
-        throw UsageError(concat("cannot truncate sequence ", seq, " of ", s.tokens.size(),
-                                " positions to ", n));
+        throw UsageError(
+            concat("cannot truncate sequence ", seq, " of ", s.tokens.size(), " positions to ", n));
     s.tokens.resize(static_cast<std::size_t>(n));
     const auto keep = static_cast<std::size_t>((n + block_size() - 1) / block_size());
     while (s.blocks.size() > keep) {
@@ -78,7 +78,8 @@ int64_t PagedKvCache::attach_cached_prefix(SeqId seq, std::span<const int32_t> p
         // Blocks reserved beyond the length would be replaced; only attach onto a clean end.
         if (static_cast<int64_t>(s.blocks.size()) != length / b) break;
         const int32_t parent = s.blocks.empty() ? BlockPool::kNoBlock : s.blocks.back();
-        const auto next = prompt.subspan(static_cast<std::size_t>(length), static_cast<std::size_t>(b));
+        const auto next =
+            prompt.subspan(static_cast<std::size_t>(length), static_cast<std::size_t>(b));
         const auto found = pool_.find(parent, next);
         if (!found) break;
         pool_.retain(*found);
@@ -120,7 +121,8 @@ bool PagedKvCache::reserve(SeqId seq, int64_t n, std::vector<BlockCopy>& copies)
             block = copy;
         }
     }
-    while (static_cast<int64_t>(s.blocks.size()) * b < length + n) s.blocks.push_back(*pool_.allocate());
+    while (static_cast<int64_t>(s.blocks.size()) * b < length + n)
+        s.blocks.push_back(*pool_.allocate());
     return true;
 }
 
@@ -139,9 +141,19 @@ void PagedKvCache::register_full_blocks(Sequence& s) {
     for (; s.registered < full; ++s.registered) {
         const auto i = static_cast<std::size_t>(s.registered);
         const int32_t parent = i == 0 ? BlockPool::kNoBlock : s.blocks[i - 1];
-        pool_.register_block(s.blocks[i], parent,
-                             std::span(s.tokens).subspan(i * static_cast<std::size_t>(b),
-                                                         static_cast<std::size_t>(b)));
+        const int32_t cached =
+            pool_.register_block(s.blocks[i], parent,
+                                 std::span(s.tokens).subspan(i * static_cast<std::size_t>(b),
+                                                             static_cast<std::size_t>(b)));
+        // Another sequence registered the same content first (both computed it): take its block
+        // and free ours. Every block before `registered` is then a registered one, so blocks
+        // registered after it hang off an immutable parent; an unregistered parent could be
+        // rewritten in place after a truncate and serve its stale children to another prompt.
+        if (cached != s.blocks[i]) {
+            pool_.retain(cached);
+            pool_.release(s.blocks[i]);
+            s.blocks[i] = cached;
+        }
     }
 }
 

@@ -217,9 +217,6 @@ bool GemvRows(const WeightMatrix& w, const Activations& act, int64_t row_begin, 
 
 #else  // no hand-written kernels for this target
 
-bool GemvHandles(GgmlType) {
-    return false;
-}
 bool GemvRows(const WeightMatrix&, const Activations&, int64_t, int64_t, float*) {
     return false;
 }
@@ -234,12 +231,6 @@ HWY_AFTER_NAMESPACE();
 namespace minfer::kernels {
 
 HWY_EXPORT(GemvRows);
-HWY_EXPORT(GemvHandles);
-
-bool gemv_simd_handles(GgmlType type) {
-    return HWY_DYNAMIC_DISPATCH(GemvHandles)(type);
-}
-
 bool gemv_rows_simd(const WeightMatrix& w, const Activations& act, int64_t row_begin,
                     int64_t row_end, float* y) {
     return HWY_DYNAMIC_DISPATCH(GemvRows)(w, act, row_begin, row_end, y);

@@ -6,9 +6,9 @@
 // for Q4_1/Q5_1, Q8_K for the K-quants, IQ4_XS and the ternary types; rounded to f16 for F16
 // weights and to bf16 for BF16), so that the result matches llama.cpp's up to summation order.
 // One token takes the GEMV path (memory-bound: rows split across threads, each weight byte read
-// once); 16 tokens or more take the GEMM path (16 rows at a time unpacked into a panel that every
-// token then reuses); in between, GEMV runs once per token where a SIMD GEMV kernel exists.
-// MatmulMode::kBatchInvariant takes the GEMM path's arithmetic for every token count instead.
+// once); two tokens or more take the GEMM path (16 rows at a time unpacked into a panel that every
+// token then reuses; below 16 tokens a chunk of columns at a time, so the panel stays in L1).
+// MatmulMode::kBatchInvariant takes the GEMM path's arithmetic for one token too.
 
 #include <cstddef>
 #include <cstdint>
@@ -44,16 +44,20 @@ class MatmulScratch {
 
 // How matmul may order its floating-point operations.
 enum class MatmulMode {
-    // The fastest kernels for the token count. The integer parts of the dot products are exact
-    // whatever the kernel, but GEMV and GEMM sum the float terms in different orders, so a token's
-    // outputs may differ in the last bits depending on how many tokens share the call.
-    kFastest,
+    // One token takes the GEMV kernels, more the GEMM. The integer parts of the dot products are
+    // exact whatever the kernel, but GEMV and GEMM sum the float terms in different orders, so a
+    // token's outputs may differ in the last bits depending on how many tokens share the call.
+    // Which path is faster for one token depends on the CPU: on the Zen 4 machine GEMV was; on
+    // the Xeon of 2026-12-01 the GEMM path decodes Qwen2 0.5B Q4_0 46 % faster (59.6 against 40.7
+    // tokens/s, 2 threads; its Q8_0 GEMV reads 19 GB/s, the GEMM path 38 GB/s).
+    kGemvForOneToken,
     // Every output y[t][r] is computed by the same sequence of floating-point operations whatever
     // n_tokens, the token's place in the batch and the thread count: the GEMM panel arithmetic
     // (per row and token, one accumulator updated block after block, in column order) for every
     // token count, so a token alone gives the same bits as beside 15 others, and a prompt the same
     // bits in one chunk or many. The bits still depend on the kernel path (Highway target, VNNI).
-    // One token costs an unpacking of the weights into panels that GEMV does not need.
+    // One token costs an unpacking of the weights into panels (a chunk of columns at a time, in
+    // L1) that GEMV does not need. The engine's default.
     kBatchInvariant,
 };
 
@@ -63,16 +67,16 @@ bool matmul_supports(GgmlType type);
 // Throws UnsupportedError for a type it does not handle and UsageError for inconsistent shapes
 // (n_cols not a multiple of the block size, data shorter than n_rows rows, n_tokens < 0).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-            MatmulScratch& scratch, MatmulMode mode = MatmulMode::kFastest);
+            MatmulScratch& scratch, MatmulMode mode = MatmulMode::kGemvForOneToken);
 
 // The same product as a job that the threads of an already running pool execute in two phases,
 // with a barrier between them: phase 0 converts the activations (split by tokens), phase 1
 // multiplies (split by rows or panels). A forward pass then needs one ThreadPool::run in all.
 class MatmulJob {
-public:
+  public:
     // Validates like matmul().
     MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int n_threads,
-              MatmulMode mode = MatmulMode::kFastest);
+              MatmulMode mode = MatmulMode::kGemvForOneToken);
 
     // 64-byte aligned working memory the job needs; bind() it before running.
     std::size_t scratch_bytes() const;
@@ -88,7 +92,7 @@ public:
     // Every thread i of n calls this for phase 0, then (after a barrier) for phase 1.
     void run_phase(int phase, int i, int n) const;
 
-private:
+  private:
     WeightMatrix w_;
     const float* x_;
     float* y_;

@@ -5,9 +5,6 @@
 
 namespace minfer::kernels {
 
-// True if gemv_rows_simd has a kernel for the type on this CPU.
-bool gemv_simd_handles(GgmlType type);
-
 // GEMV, token by token, for rows [row_begin, row_end): returns false if no SIMD kernel exists for
 // the type on this CPU (the caller then uses the scalar reference).
 bool gemv_rows_simd(const WeightMatrix& w, const Activations& act, int64_t row_begin,

@@ -92,8 +92,15 @@ class Validator {
     void weight(const Op& op, int64_t n_elements) const {
         if (op.weight == nullptr || !*op.weight) fail(&op, "has no weight");
         if (n_elements >= 0 && op.weight->n_elements() != n_elements)
-            fail(&op, concat("weight ", op.weight->describe(), " should hold ", n_elements,
-                             " values"));
+            fail(&op,
+                 concat("weight ", op.weight->describe(), " should hold ", n_elements, " values"));
+    }
+
+    // A vector of n f32 values (norm weights, biases, RoPE frequency factors).
+    void f32_vector(const Op& op, int64_t n) const {
+        weight(op, n);
+        if (op.weight->type != GgmlType::F32)
+            fail(&op, concat("weight ", op.weight->describe(), " must be f32"));
     }
 
     void op(const Op& op) const {
@@ -107,9 +114,10 @@ class Validator {
             case OpType::GetRows:
                 weight(op, -1);
                 if (op.weight->n_cols() != op.width) fail(&op, "embedding width differs");
+                if (op.weight->n_rows() < n_vocab_) fail(&op, "fewer embeddings than tokens");
                 return;
             case OpType::RmsNorm:
-                weight(op, op.width);
+                f32_vector(op, op.width);
                 shaped(op, op.src0, "input", op.rows, op.width);
                 return;
             case OpType::MatMul:
@@ -118,17 +126,19 @@ class Validator {
                 shaped(op, op.src0, "input", op.rows, op.weight->n_cols());
                 return;
             case OpType::AddBias:
-                weight(op, op.width);
+                f32_vector(op, op.width);
                 return;
             case OpType::HeadRmsNorm:
                 if (op.head_dim < 1 || op.width % op.head_dim != 0) fail(&op, "bad head size");
-                weight(op, op.head_dim);
+                f32_vector(op, op.head_dim);
                 return;
             case OpType::Rope:
-                if (op.head_dim < 1 || op.width % op.head_dim != 0 || op.rope.n_dims < 0 ||
+                if (op.head_dim < 1 || op.width % op.head_dim != 0 || op.rope.n_dims < 2 ||
                     op.rope.n_dims > op.head_dim || op.rope.n_dims % 2 != 0)
                     fail(&op, "bad RoPE dimensions");
-                if (op.weight != nullptr && *op.weight) weight(op, op.rope.n_dims / 2);
+                if (!(op.rope.freq_base > 0.0f) || !(op.rope.freq_scale > 0.0f))
+                    fail(&op, "bad RoPE frequencies");
+                if (op.weight != nullptr && *op.weight) f32_vector(op, op.rope.n_dims / 2);
                 return;
             case OpType::StoreKv:
                 heads(op);
@@ -187,11 +197,11 @@ class Validator {
                 fail(nullptr, concat("token ", t, " names sequence ", seq));
             const auto table = in.block_table(seq);
             if (pos < 0 || pos / g_.kv_block_size >= static_cast<int64_t>(table.size()))
-                fail(nullptr, concat("position ", pos, " of token ", t,
-                                     " is beyond its block table"));
-            const int64_t slot =
-                int64_t{table[static_cast<std::size_t>(pos / g_.kv_block_size)]} *
-                    g_.kv_block_size + pos % g_.kv_block_size;
+                fail(nullptr,
+                     concat("position ", pos, " of token ", t, " is beyond its block table"));
+            const int64_t slot = int64_t{table[static_cast<std::size_t>(pos / g_.kv_block_size)]} *
+                                     g_.kv_block_size +
+                                 pos % g_.kv_block_size;
             if (in.kv_slots[t] != slot)
                 fail(nullptr, concat("token ", t, " stores at slot ", in.kv_slots[t],
                                      " but its block table puts position ", pos, " at ", slot));
@@ -222,8 +232,8 @@ std::string params(const Op& op) {
                           " base=", op.rope.freq_base, " scale=", op.rope.freq_scale,
                           op.weight != nullptr && *op.weight ? " freq_factors" : "");
         case OpType::StoreKv:
-            return concat("kv_layer=", op.kv_layer, " kv_heads=", a.n_head_kv, " dk=",
-                          a.head_dim_k, " dv=", a.head_dim_v);
+            return concat("kv_layer=", op.kv_layer, " kv_heads=", a.n_head_kv, " dk=", a.head_dim_k,
+                          " dv=", a.head_dim_v);
         case OpType::Attention:
             return concat("kv_layer=", op.kv_layer, " heads=", a.n_head, "/", a.n_head_kv,
                           " dk=", a.head_dim_k, " dv=", a.head_dim_v, " scale=", a.scale,
@@ -256,8 +266,9 @@ std::string Graph::to_string() const {
         if (op.src1 != kNoBuffer) inputs += "," + name(op.src1);
         const std::string weight =
             op.weight != nullptr && *op.weight ? op.weight->describe() : std::string();
-        std::snprintf(line, sizeof(line), "%4zu  %-22s %-14s %-10s <- %-12s %-24s [%lld, %lld]  %s\n",
-                      i, op_name(op).c_str(), op_type_name(op.type), name(op.dst).c_str(),
+        std::snprintf(line, sizeof(line),
+                      "%4zu  %-22s %-14s %-10s <- %-12s %-24s [%lld, %lld]  %s\n", i,
+                      op_name(op).c_str(), op_type_name(op.type), name(op.dst).c_str(),
                       inputs.c_str(), weight.c_str(), static_cast<long long>(op.rows),
                       static_cast<long long>(op.width), params(op).c_str());
         out += line;

@@ -7,6 +7,13 @@
 // (backend/cpu), the naive reference backend of the tests, a GPU backend later. Printing a graph
 // is --dump-graph; timing each op is MINFER_TRACE.
 //
+// Numerics: the graph fixes what is computed, not how it rounds. The CPU backend rounds as ggml
+// does, to give llama.cpp's answers: matmul inputs converted to the weight type's activation
+// format (q8_0, q8_1, q8_K, f16 or bf16; kernels/matmul.h), K and V stored in the cache type,
+// queries and attention weights rounded to f16 with an f16 cache (kernels/attention.h). A backend
+// computing in f32 or f64 throughout (the tests' reference backend) agrees with it within the
+// golden parity tolerance, and to about 2e-5 in log-probabilities on f32 weights and cache.
+//
 // The paged KV cache: a pool of blocks of kv_block_size positions; cache slot s is position
 // s % kv_block_size of block s / kv_block_size. Each sequence's positions live in the blocks of
 // its block table, in order: position p of a sequence is in block table[p / B] at offset p % B.
@@ -71,11 +78,11 @@ struct Op {
     int64_t rows = 0;                // rows of dst processed
     int64_t width = 0;               // width of a dst row
     // Parameters (each op uses the ones its comment above names).
-    float eps = 0.0f;       // RmsNorm, HeadRmsNorm
-    int64_t head_dim = 0;   // HeadRmsNorm, Rope
-    RopeParams rope;        // Rope
-    AttentionParams attn;   // StoreKv (head counts and sizes), Attention
-    int kv_layer = -1;      // StoreKv, Attention
+    float eps = 0.0f;      // RmsNorm, HeadRmsNorm
+    int64_t head_dim = 0;  // HeadRmsNorm, Rope
+    RopeParams rope;       // Rope
+    AttentionParams attn;  // StoreKv (head counts and sizes), Attention
+    int kv_layer = -1;     // StoreKv, Attention
 };
 
 // Per token of the batch, and per sequence the batch touches.
@@ -86,7 +93,7 @@ struct BatchInputs {
     std::vector<int32_t> sequence;   // [n_tokens] index of its sequence's block table below
     // Block tables, flattened: sequence i's blocks are table_blocks[table_begin[i] ..
     // table_begin[i + 1]), covering at least positions 0 .. its largest position in the batch.
-    std::vector<int32_t> table_begin;   // [n_sequences + 1]
+    std::vector<int32_t> table_begin;  // [n_sequences + 1]
     std::vector<int32_t> table_blocks;
     std::vector<int32_t> output_rows;  // [n_outputs] rows whose logits are wanted, ascending
 
@@ -104,8 +111,8 @@ struct Graph {
     std::vector<BufferDecl> buffers;
     std::vector<Op> ops;
     BatchInputs in;
-    int64_t kv_block_size = 0;     // positions per cache block
-    BufferId logits = kNoBuffer;   // [n_outputs][n_vocab] after the last op
+    int64_t kv_block_size = 0;    // positions per cache block
+    BufferId logits = kNoBuffer;  // [n_outputs][n_vocab] after the last op
 
     // Checks what a backend relies on: buffer ids and shapes of every op, weights present, token
     // ids below n_vocab, positions, slots and tables consistent. Throws UsageError naming the op

@@ -10,6 +10,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace minfer {
@@ -47,15 +48,20 @@ class Sampler {
 
     const SamplingParams& params() const { return params_; }
 
-  private:
     struct Candidate {
         int32_t id;
         float logit;
         float p;
     };
-    void apply_penalties();
+
+  private:
+    // The logits that logit bias and penalties change, by ascending id (a few: the biased ids and
+    // the recent tokens), computed as bias then penalties.
+    std::vector<std::pair<int32_t, float>> adjusted_logits(std::span<const float> logits) const;
+    // candidates_ = the k best adjusted logits, sorted (better() order in sampler.cpp).
+    void select_best(std::span<const float> logits,
+                     std::span<const std::pair<int32_t, float>> adjusted, std::size_t k);
     void softmax();  // sorts candidates by logit, descending, and fills p
-    void top_k(int32_t k);
     void typical(float p);
     void top_p(float p);
     void min_p(float p);

@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <cstdio>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 #include "common/fixtures.h"
 
@@ -27,7 +29,8 @@ struct TurnStats {
 };
 
 std::vector<TurnStats> parse_stats(const std::string& err) {
-    // "[prompt: N new tokens evaluated, M reused from the cache; answer: K tokens, X tokens/s; stop: S]"
+    // "[prompt: N new tokens evaluated, M reused from the cache; answer: K tokens, X tokens/s;
+    // stop: S]"
     std::vector<TurnStats> turns;
     std::istringstream lines(err);
     for (std::string line; std::getline(lines, line);) {
@@ -37,7 +40,8 @@ std::vector<TurnStats> parse_stats(const std::string& err) {
         double speed = 0;
         char stop[32] = {};
         if (std::sscanf(line.c_str() + at,
-                        "[prompt: %d new tokens evaluated, %d reused from the cache; answer: %d tokens, %lf "
+                        "[prompt: %d new tokens evaluated, %d reused from the cache; answer: %d "
+                        "tokens, %lf "
                         "tokens/s; stop: %31[a-z]]",
                         &evaluated, &reused, &tokens, &speed, stop) == 5) {
             turns.push_back({evaluated, reused, stop});
@@ -172,10 +176,39 @@ TEST(BenchCommand, PrintsATableAndJson) {
     EXPECT_EQ(doc[0]["n_prompt"], 8);
     EXPECT_EQ(doc[1]["n_gen"], 2);
     EXPECT_EQ(doc[0]["samples_ts"].size(), 2u);
+    EXPECT_EQ(doc[0]["batch_invariant"], true);  // the default
+    const auto gemv = run_minfer({"bench", model.string(), "-p", "0", "-n", "2", "-r", "1", "-t",
+                                  "1", "--no-batch-invariant", "--json"});
+    ASSERT_EQ(gemv.exit_code, 0) << gemv.err;
+    EXPECT_EQ(nlohmann::json::parse(gemv.out)[0]["batch_invariant"], false);
     const auto csv =
         run_minfer({"bench", model.string(), "-p", "8", "-n", "0", "-r", "1", "-t", "1", "--csv"});
     ASSERT_EQ(csv.exit_code, 0) << csv.err;
     EXPECT_EQ(csv.out.rfind("build_commit,", 0), 0u) << csv.out;
+}
+
+// -np: N sequences prefilled with -p tokens each, then decoding -n tokens together (one row per
+// combination, llama-batched-bench's "pp+tg"); -d: tokens already in the cache. The JSON says
+// which row is which.
+TEST(BenchCommand, MeasuresParallelSequencesAndDepth) {
+    MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-q4_0.gguf");
+    const auto r = run_minfer({"bench", model.string(), "-p", "8", "-n", "4", "-np", "1,3", "-d",
+                               "0,20", "-r", "1", "-t", "1", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    ASSERT_EQ(doc.size(), 4u) << r.out;  // pp8+tg4 at 2 depths x 2 parallel counts
+    std::set<std::tuple<int, int, int, int>> seen;
+    for (const auto& row : doc) {
+        seen.insert({row["n_prompt"].get<int>(), row["n_gen"].get<int>(),
+                     row["n_parallel"].get<int>(), row["n_depth"].get<int>()});
+        EXPECT_GT(row["avg_ts"].get<double>(), 0);
+    }
+    for (int depth : {0, 20}) {
+        EXPECT_TRUE(seen.count({8, 4, 1, depth})) << depth;
+        EXPECT_TRUE(seen.count({8, 4, 3, depth})) << depth;
+    }
+    const auto bad = run_minfer({"bench", model.string(), "-np", "0"});
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
 TEST(BenchCommand, RooflineReportsBandwidth) {

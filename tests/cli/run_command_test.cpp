@@ -173,6 +173,11 @@ TEST(ScoreCommand, DumpGraphListsTheOperations) {
     EXPECT_NE(r.out.find("blk.3.ffn_down"), std::string::npos);
     EXPECT_NE(r.out.find("q8_0"), std::string::npos);
     EXPECT_NE(r.out.find("output"), std::string::npos);
+    // Every op carries its parameters: the graph is all a backend needs.
+    EXPECT_NE(r.out.find("eps=1e-06"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("neox head_dim=64 n_dims=64 base=1e+06"), std::string::npos);
+    EXPECT_NE(r.out.find("heads=8/4 dk=64 dv=64 scale=0.125"), std::string::npos);
+    EXPECT_NE(r.out.find("buffers: residual[3, 256]"), std::string::npos);
 }
 
 TEST(ScoreCommand, TraceTimesEveryOperation) {

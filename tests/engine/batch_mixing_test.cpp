@@ -2,9 +2,9 @@
 // of different lengths arrive in three waves, so the engine's batches mix prompt chunks of some
 // with decode steps of others at every position, and prompts are prefilled in chunks of the
 // batch budget instead of in one piece. In batch-invariant mode every logits row must have the
-// same bits as the sequence's run alone (one prompt chunk, nobody beside it); in the fastest mode
-// the rows agree within a small tolerance (the one-row and many-row matmul paths sum in other
-// orders). On every fixture model.
+// same bits as the sequence's run alone (one prompt chunk, nobody beside it); with
+// --no-batch-invariant the rows agree within a small tolerance (the one-row and many-row matmul
+// paths sum in other orders). On every fixture model.
 
 #include <gtest/gtest.h>
 

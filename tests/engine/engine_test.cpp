@@ -105,6 +105,43 @@ TEST(PrefixCache, ASharedPromptIsComputedOnceWithTheSameBits) {
     }
 }
 
+// Requests with the same system prompt prefilled in the same step all compute its blocks (none
+// is cached yet), then keep one copy: the others go back to the pool, and the sequences go on
+// with the same bits as alone.
+TEST(PrefixCache, SamePromptPrefilledTogetherKeepsOneCopyOfItsBlocks) {
+    MINFER_REQUIRE_FIXTURE(model_path, kModel);
+    auto t = test::make_engine(model_path, options(1024));
+    const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
+    const std::vector<int32_t> system = random_tokens(48, 11, n_vocab);  // 3 whole blocks
+    std::vector<SeqId> ids;
+    std::vector<FirstRow> together(4);
+    for (unsigned i = 0; i < together.size(); ++i) {
+        std::vector<int32_t> p = system;
+        const auto tail = random_tokens(8, 200 + i, n_vocab);
+        p.insert(p.end(), tail.begin(), tail.end());
+        SequenceParams params = greedy(p, 2);
+        together[i].attach(params, 55);
+        ids.push_back(t.engine->submit(std::move(params)));
+    }
+    const int32_t blocks = t.engine->kv().pool().n_blocks();
+    t.engine->step();  // the four prompts in one batch
+    // 3 shared blocks + one block of its own tail each, instead of 4 x 4.
+    EXPECT_EQ(blocks - t.engine->kv().pool().n_available(), 3 + 4);
+    while (t.engine->busy()) t.engine->step();
+    for (unsigned i = 0; i < together.size(); ++i) {
+        auto fresh = test::make_engine(model_path, options(1024));
+        std::vector<int32_t> p = system;
+        const auto tail = random_tokens(8, 200 + i, n_vocab);
+        p.insert(p.end(), tail.begin(), tail.end());
+        SequenceParams params = greedy(p, 2);
+        FirstRow alone;
+        alone.attach(params, 55);
+        const Generation g = generate(*fresh.engine, std::move(params), nullptr);
+        EXPECT_TRUE(same_bits(together[i].row, alone.row)) << "sequence " << i;
+        EXPECT_EQ(t.engine->result(ids[i]).tokens, g.result.tokens) << "sequence " << i;
+    }
+}
+
 TEST(PrefixCache, APromptThatDiffersInOneTokenIsNotServedAnothersCache) {
     MINFER_REQUIRE_FIXTURE(model_path, kModel);
     auto t = test::make_engine(model_path, options(1024));

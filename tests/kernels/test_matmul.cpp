@@ -53,7 +53,7 @@ struct Path {
     std::string name;
     int64_t hwy_target;  // 0 for the scalar reference
     bool extensions;
-    MatmulMode mode = MatmulMode::kFastest;
+    MatmulMode mode = MatmulMode::kGemvForOneToken;
 };
 
 // Every kernel path of this machine (each once more in the batch-invariant mode with `invariant`).
@@ -183,11 +183,25 @@ struct Shape {
 // of 8 blocks and pairs: 7, 9 and 27 blocks.
 const std::vector<Shape>& shapes() {
     static const std::vector<Shape> s = {
-        {1, 1, 512},  {7, 1, 512},   {4097, 1, 256},  {1, 2, 512},  {7, 2, 768},  {4097, 2, 256},
-        {7, 17, 512}, {33, 17, 512}, {4097, 17, 256}, {1, 67, 256}, {7, 67, 512}, {33, 67, 256},
-        {7, 1, 224},  {5, 1, 864},   {3, 2, 288},     {17, 17, 864},
+        {1, 1, 512},
+        {7, 1, 512},
+        {4097, 1, 256},
+        {1, 2, 512},
+        {7, 2, 768},
+        {4097, 2, 256},
+        {7, 17, 512},
+        {33, 17, 512},
+        {4097, 17, 256},
+        {1, 67, 256},
+        {7, 67, 512},
+        {33, 67, 256},
+        {7, 1, 224},
+        {5, 1, 864},
+        {3, 2, 288},
+        {17, 17, 864},
         // longer than the chunks of columns the small-batch GEMM unpacks at a time
-        {21, 1, 2304}, {37, 3, 2304}};
+        {21, 1, 2304},
+        {37, 3, 2304}};
     return s;
 }
 
@@ -280,8 +294,8 @@ std::vector<int64_t> batch_sizes() {
 
 // Checks that y ([n_tokens][rows]) holds, bit for bit, the rows of `alone` ([n][rows], token t
 // computed by itself); reports the first difference.
-void expect_same_bits(const std::vector<float>& y, const std::vector<float>& alone, int64_t n_tokens,
-                      int64_t rows, const std::string& what) {
+void expect_same_bits(const std::vector<float>& y, const std::vector<float>& alone,
+                      int64_t n_tokens, int64_t rows, const std::string& what) {
     const std::size_t bytes = static_cast<std::size_t>(n_tokens * rows) * sizeof(float);
     if (std::memcmp(y.data(), alone.data(), bytes) == 0) return;
     for (std::size_t o = 0; o < static_cast<std::size_t>(n_tokens * rows); ++o) {
@@ -329,9 +343,9 @@ TEST_P(MatmulInvarianceTest, BatchOutputsAreBitIdenticalToSingleTokens) {
             make_activations(batch_sizes().back(), shape.cols, static_cast<uint32_t>(shape.cols));
         for (const Path& p : kernel_paths()) {
             select_path(p);
-            check_invariance(m.view(), x,
-                             concat(type_name(type), " ", p.name, ", ", shape.rows, " x ",
-                                    shape.cols));
+            check_invariance(
+                m.view(), x,
+                concat(type_name(type), " ", p.name, ", ", shape.rows, " x ", shape.cols));
             reset_path();
         }
     }
@@ -384,7 +398,8 @@ TEST(MatmulInvariance, FloatWeightsOfOddRowLengths) {
                             float xk = x[static_cast<std::size_t>(t * cols + k)];
                             if (type == GgmlType::F16) xk = f16_to_f32(f32_to_f16(xk));
                             if (type == GgmlType::BF16) xk = bf16_to_f32(f32_to_bf16(xk));
-                            const double term = double{values[static_cast<std::size_t>(r * cols + k)]} * xk;
+                            const double term =
+                                double{values[static_cast<std::size_t>(r * cols + k)]} * xk;
                             sum += term;
                             abs_sum += std::fabs(term);
                         }
@@ -423,9 +438,10 @@ TEST(MatmulInvariance, FastestModeDiffersBetweenBatchSizes) {
             which += concat(" ", type_name(type));
         }
     }
-    if (differing == 0) GTEST_SKIP() << "kFastest happens to be batch-invariant on this machine";
+    if (differing == 0)
+        GTEST_SKIP() << "kGemvForOneToken happens to be batch-invariant on this machine";
     RecordProperty("fastest_mode_differs_for", which);
-    SUCCEED() << "kFastest gives other bits alone than in a batch of 16 for" << which;
+    SUCCEED() << "kGemvForOneToken gives other bits alone than in a batch of 16 for" << which;
 }
 
 TEST(Matmul, RejectsBadShapesAndTypes) {

@@ -243,3 +243,49 @@ TEST(ModelLoad, VocabularyOnlyFileIsNotAModel) {
 
 }  // namespace
 }  // namespace minfer
+
+namespace minfer {
+namespace {
+
+// Graph::validate refuses what a backend would trip over inside its threads (where an exception
+// would leave the other threads waiting at a barrier): every check below once reached a kernel.
+TEST(GraphValidate, RefusesWhatABackendCannotRun) {
+    test::TempDir dir;
+    const auto model = load(TinyModelSpec{}, dir);
+    const int64_t n_vocab = model->hparams().n_vocab, n_slots = kKvBlockSize;
+    EXPECT_NO_THROW(one_token_graph(*model).validate(n_vocab, n_slots));
+    const auto expect_refused = [&](const std::function<void(Graph&)>& change,
+                                    const std::string& text) {
+        Graph g = one_token_graph(*model);
+        change(g);
+        try {
+            g.validate(n_vocab, n_slots);
+            ADD_FAILURE() << "accepted; expected: " << text;
+        } catch (const UsageError& e) {
+            EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+        }
+    };
+    const auto op_named = [](Graph& g, std::string_view label) -> Op& {
+        for (Op& op : g.ops) {
+            if (op.layer == 0 && op.label == label) return op;
+        }
+        throw std::runtime_error("no such op");
+    };
+    expect_refused([&](Graph& g) { op_named(g, "rope_q").rope.n_dims = 0; }, "bad RoPE dimensions");
+    expect_refused([&](Graph& g) { op_named(g, "rope_k").rope.freq_base = 0; },
+                   "bad RoPE frequencies");
+    // A norm weight must be an f32 vector of the row width (here: a projection matrix).
+    expect_refused(
+        [&](Graph& g) { op_named(g, "attn_norm").weight = op_named(g, "attn_q").weight; },
+        "attn_norm");
+    expect_refused([&](Graph& g) { g.in.tokens[0] = static_cast<int32_t>(n_vocab); },
+                   "out of range");
+    expect_refused([&](Graph& g) { g.in.kv_slots[0] = 3; }, "stores at slot 3");
+    expect_refused([&](Graph& g) { g.in.table_blocks[0] = 1; }, "outside the cache");
+    expect_refused([&](Graph& g) { op_named(g, "attention").attn.n_head_kv = 3; },
+                   "bad attention shape");
+    expect_refused([&](Graph& g) { op_named(g, "attn_q").src0 = 99; }, "is not declared");
+}
+
+}  // namespace
+}  // namespace minfer

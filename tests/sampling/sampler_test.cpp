@@ -55,6 +55,21 @@ TEST(Sampler, GreedyIsArgmax) {
     EXPECT_EQ(s.sample(std::vector<float>{5.0f, 3.0f, -1.0f, 2.9f, 5.0f}), 0);  // ties: lowest id
 }
 
+// Greedy sees the logits after bias, then penalties (a token with both: (2.0 + 1.0) / 2 = 1.5),
+// and breaks ties towards the lowest id whether the tied tokens were adjusted or not.
+TEST(Sampler, GreedyAppliesBiasThenPenaltiesAndBreaksTiesByLowestId) {
+    SamplingParams p = plain(0.0f);
+    p.repeat_penalty = 2.0f;
+    p.logit_bias = {{1, 1.0f}, {4, 0.5f}};
+    Sampler s(p, 5);
+    s.accept(1);
+    // id 1: 1.5 (bias then penalty; penalty then bias would give 2.0), id 3: 1.5 raw, id 4: 1.5.
+    EXPECT_EQ(s.sample(std::vector<float>{0.0f, 2.0f, 1.0f, 1.5f, 1.0f}), 1);
+    EXPECT_EQ(s.sample(std::vector<float>{0.0f, 2.0f, 1.0f, 1.6f, 1.0f}), 3);
+    EXPECT_EQ(s.sample(std::vector<float>{0.0f, 2.0f, 1.0f, 1.0f, 1.2f}), 4);  // the last id
+    EXPECT_EQ(s.sample(std::vector<float>{1.5f, 2.0f, 1.0f, 1.0f, 1.0f}), 0);  // before them
+}
+
 TEST(Sampler, SameSeedSameTokens) {
     const auto logits = logits_for({0.1, 0.2, 0.3, 0.25, 0.15});
     SamplingParams p = plain();

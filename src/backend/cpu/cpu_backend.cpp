@@ -155,7 +155,7 @@ class CpuBackend final : public Backend {
         serial_.assign(g.ops.size(), false);
         std::size_t scratch = 0;
         const MatmulMode mode =
-            options_.batch_invariant ? MatmulMode::kBatchInvariant : MatmulMode::kFastest;
+            options_.batch_invariant ? MatmulMode::kBatchInvariant : MatmulMode::kGemvForOneToken;
         for (std::size_t i = 0; i < g.ops.size(); ++i) {
             const Op& op = g.ops[i];
             if (op.type == OpType::MatMul) {
@@ -197,9 +197,9 @@ class CpuBackend final : public Backend {
     void run(const Op& op, const Graph& g, int thread, int n_threads) {
         switch (op.type) {
             case OpType::GetRows:
-                return minfer::get_rows(matrix_of(*op.weight),
-                                        std::span(g.in.tokens).first(static_cast<std::size_t>(op.rows)),
-                                        buf(op.dst));
+                return minfer::get_rows(
+                    matrix_of(*op.weight),
+                    std::span(g.in.tokens).first(static_cast<std::size_t>(op.rows)), buf(op.dst));
             case OpType::RmsNorm:
                 return rms_norm(op, thread, n_threads);
             case OpType::AddBias:
