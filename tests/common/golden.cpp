@@ -1,6 +1,7 @@
 #include "golden.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -56,6 +57,14 @@ double max_logprob_deviation(const GoldenPosition& ref, std::span<const float> l
         worst = std::max(worst, std::abs(ours - theirs));
     }
     return worst;
+}
+
+std::string golden_name(const std::string& file) {
+    std::string name = file.substr(0, file.size() - 5);
+    for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+    }
+    return name;
 }
 
 }  // namespace minfer::test

@@ -38,6 +38,15 @@ struct Golden {
 
 Golden load_golden(const std::filesystem::path& path);
 
+// The golden files of the architectures minfer runs (the parity tests go over all of them).
+inline const std::vector<std::string> kRunnableGoldenFiles = {
+    "stories260K.json",     "tiny-llama-f16.json",    "tiny-llama-q8_0.json",
+    "tiny-llama-q4_0.json", "tiny-llama-q4_k_m.json", "tiny-qwen2-f16.json",
+    "tiny-qwen2-q8_0.json", "tiny-qwen2-q4_k_m.json", "tiny-qwen3-q8_0.json"};
+
+// A test-name-safe name of a golden file: "tiny-llama-q4_0.json" -> "tiny_llama_q4_0".
+std::string golden_name(const std::string& file);
+
 // Largest |our log-probability - reference log-probability| over the reference's top tokens at
 // one position, given our full logits row.
 double max_logprob_deviation(const GoldenPosition& ref, std::span<const float> logits);

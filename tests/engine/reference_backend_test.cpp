@@ -37,12 +37,6 @@
 namespace minfer {
 namespace {
 
-// The golden files tests/model/parity_test.cpp checks (kGoldenFiles there).
-const char* const kGoldenFiles[] = {
-    "stories260K.json",     "tiny-llama-f16.json",    "tiny-llama-q8_0.json",
-    "tiny-llama-q4_0.json", "tiny-llama-q4_k_m.json", "tiny-qwen2-f16.json",
-    "tiny-qwen2-q8_0.json", "tiny-qwen2-q4_k_m.json", "tiny-qwen3-q8_0.json"};
-
 // 2 threads, prompts in micro-batches of n_batch tokens; the reference backend or the CPU one.
 EngineOptions engine_options(bool reference, GgmlType kv_type, int64_t n_batch = 7,
                              int64_t kv_tokens = 0) {
@@ -58,15 +52,6 @@ EngineOptions engine_options(bool reference, GgmlType kv_type, int64_t n_batch =
         };
     }
     return o;
-}
-
-// "tiny-llama-q4_0.json" -> "tiny_llama_q4_0"
-std::string golden_name(const std::string& file) {
-    std::string name = file.substr(0, file.size() - 5);
-    std::replace_if(
-        name.begin(), name.end(),
-        [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
-    return name;
 }
 
 // Largest |log-probability difference| of `ours` from `theirs` over the 10 tokens `theirs` ranks
@@ -139,7 +124,7 @@ INSTANTIATE_TEST_SUITE_P(Golden, ReferenceBackendExact,
                          testing::Values("stories260K.json", "tiny-llama-q8_0.json",
                                          "tiny-qwen2-q8_0.json", "tiny-qwen3-q8_0.json"),
                          [](const testing::TestParamInfo<std::string>& p) {
-                             return golden_name(p.param);
+                             return test::golden_name(p.param);
                          });
 
 struct ParityParam {
@@ -196,7 +181,7 @@ TEST_P(ReferenceBackendParity, AgreesWithTheCpuBackendAndTheGolden) {
 
 std::vector<ParityParam> parity_params() {
     std::vector<ParityParam> params;
-    for (const char* f : kGoldenFiles) params.push_back({f});
+    for (const std::string& f : test::kRunnableGoldenFiles) params.push_back({f});
     // The other cache types on the first two (shorter) cases: the reference backend is slow.
     params.push_back({"tiny-llama-f16.json", GgmlType::F32, 2});
     params.push_back({"tiny-qwen2-f16.json", GgmlType::F32, 2});
@@ -207,7 +192,7 @@ std::vector<ParityParam> parity_params() {
 
 INSTANTIATE_TEST_SUITE_P(Golden, ReferenceBackendParity, testing::ValuesIn(parity_params()),
                          [](const testing::TestParamInfo<ParityParam>& p) {
-                             std::string name = golden_name(p.param.golden);
+                             std::string name = test::golden_name(p.param.golden);
                              if (p.param.kv_type != GgmlType::F16)
                                  name += "_kv" + std::string(type_name(p.param.kv_type));
                              return name;
@@ -288,7 +273,7 @@ INSTANTIATE_TEST_SUITE_P(Golden, ReferenceBackendBatch,
                          testing::Values("stories260K.json", "tiny-qwen2-q8_0.json",
                                          "tiny-qwen3-q8_0.json"),
                          [](const testing::TestParamInfo<std::string>& p) {
-                             return golden_name(p.param);
+                             return test::golden_name(p.param);
                          });
 
 // A kept sequence continued with a prompt that leaves it inside its first block: that block is

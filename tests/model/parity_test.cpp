@@ -26,26 +26,12 @@ struct ParityParam {
     bool batch_invariant = true;  // the engine's default
 };
 
-const char* const kGoldenFiles[] = {
-    "stories260K.json",     "tiny-llama-f16.json",    "tiny-llama-q8_0.json",
-    "tiny-llama-q4_0.json", "tiny-llama-q4_k_m.json", "tiny-qwen2-f16.json",
-    "tiny-qwen2-q8_0.json", "tiny-qwen2-q4_k_m.json", "tiny-qwen3-q8_0.json"};
-
-// "tiny-llama-q4_0.json" -> "tiny_llama_q4_0"
-std::string golden_name(const std::string& file) {
-    std::string name = file.substr(0, file.size() - 5);
-    std::replace_if(
-        name.begin(), name.end(),
-        [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
-    return name;
-}
-
 std::string param_name(const testing::TestParamInfo<ParityParam>& info) {
     const ParityParam& p = info.param;
     const char* mode = p.mode == Mode::OneBatch       ? "batch"
                        : p.mode == Mode::TokenByToken ? "bytoken"
                                                       : "micro7";
-    std::string name = golden_name(p.golden) + "_" + mode + "_t" + std::to_string(p.threads);
+    std::string name = test::golden_name(p.golden) + "_" + mode + "_t" + std::to_string(p.threads);
     if (p.kv_type != GgmlType::F16) name += "_kv" + std::string(type_name(p.kv_type));
     if (!p.batch_invariant) name += "_gemv";
     return name;
@@ -91,7 +77,7 @@ TEST_P(Parity, LogprobsMatchTheReference) {
 
 std::vector<ParityParam> all_params() {
     std::vector<ParityParam> params;
-    for (const char* f : kGoldenFiles) {
+    for (const std::string& f : test::kRunnableGoldenFiles) {
         for (Mode m : {Mode::OneBatch, Mode::TokenByToken, Mode::MicroBatch7}) {
             for (int threads : {1, 2}) params.push_back({f, m, threads});
         }
@@ -159,10 +145,10 @@ TEST_P(GreedyParity, ReproducesTheReferenceContinuation) {
                 compared, skipped);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Golden, GreedyParity,
-    testing::ValuesIn(std::vector<std::string>(std::begin(kGoldenFiles), std::end(kGoldenFiles))),
-    [](const testing::TestParamInfo<std::string>& p) { return golden_name(p.param); });
+INSTANTIATE_TEST_SUITE_P(Golden, GreedyParity, testing::ValuesIn(test::kRunnableGoldenFiles),
+                         [](const testing::TestParamInfo<std::string>& p) {
+                             return test::golden_name(p.param);
+                         });
 
 // The real trained model writes exactly the reference story from BOS.
 TEST(StoriesParity, GreedyFromBosIsTheGoldenStory) {
