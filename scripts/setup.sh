@@ -12,9 +12,16 @@ packages=(
     libpcre2-dev                      # Unicode-aware regex for the pre-tokenizers
     libcli11-dev                      # command-line parsing
     libedit-dev                       # line editing for `minfer chat`
+    libboost-dev                      # Boost.Asio + Boost.Beast: the HTTP server of `minfer serve`
+    chromium                          # the chat page's test in a real (headless) browser
+    nginx                             # the replicas test behind a load balancer
     libgtest-dev libgmock-dev libbenchmark-dev
     python3 python3-numpy             # ../shared/tools/reference_forward.py
 )
+
+# Node.js and npm run the server's tests with the real `openai` npm client; a Node already on the
+# machine (e.g. NodeSource's, which bundles npm) is used as it is.
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,6 +35,9 @@ if ((${#missing[@]})); then
     "${sudo_cmd[@]}" apt-get update -qq
     "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# The server tests' npm packages, pinned by tests/server/node/package-lock.json.
+npm ci --prefix tests/server/node --no-audit --no-fund --loglevel=error
 
 cmake --preset release
 cmake --build --preset release

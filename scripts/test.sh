@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs minfer's whole test suite: the unit and integration tests (release build, then the smallest
-# models again under ASan + UBSan) and a short run of every fuzz target.
+# Runs minfer's whole test suite: the unit and integration tests (release build), the server's
+# tests in Node (tests/server/node) and a short run of every fuzz target.
 # Run scripts/setup.sh first. FUZZ_SECONDS (default 60 for the GGUF reader, a third of it for the
 # others) shortens or lengthens the fuzz runs.
 set -euo pipefail
@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 echo "== unit and integration tests (release)"
 cmake --build --preset release
 ctest --preset release
+
+echo "== server tests: minfer serve with the real openai npm client, raw sockets, a browser, nginx"
+node --test --test-concurrency=1 tests/server/node/*.test.mjs
 
 echo "== fuzz smoke runs (clang, libFuzzer + ASan + UBSan)"
 cmake --preset fuzz >/dev/null

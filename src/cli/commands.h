@@ -15,5 +15,6 @@ void add_template_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_detokenize_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 }  // namespace minfer::cli

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
     minfer::cli::add_chat_command(app);
     minfer::cli::add_score_command(app);
     minfer::cli::add_bench_command(app);
+    minfer::cli::add_serve_command(app);
     minfer::cli::add_template_command(app);
     minfer::cli::add_quantize_command(app);
     minfer::cli::add_tokenize_command(app);

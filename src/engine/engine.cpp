@@ -75,6 +75,7 @@ Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokeniz
       tokenizer_(std::move(tokenizer)),
       n_ctx_(options.n_ctx),
       n_batch_(options.n_batch),
+      prefill_chunk_(options.prefill_chunk),
       kv_(1, kKvBlockSize) {
     const HParams& hp = model_->hparams();
     if (n_ctx_ < 0) throw UsageError(concat("context length must be positive, got ", n_ctx_));
@@ -84,6 +85,8 @@ Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokeniz
                            " the model was trained for; its answers degrade beyond that"));
     }
     if (n_batch_ < 1) throw UsageError(concat("batch size must be at least 1, got ", n_batch_));
+    if (prefill_chunk_ < 0)
+        throw UsageError(concat("the prefill chunk must be 0 or more, got ", prefill_chunk_));
     const int64_t kv_tokens = options.kv_tokens > 0 ? options.kv_tokens : n_ctx_;
     if (kv_tokens > (int64_t{1} << 30))
         throw UsageError(concat("a KV cache of ", kv_tokens, " tokens is beyond any machine"));
@@ -326,8 +329,14 @@ std::vector<SequenceEvent> Engine::step() {
         if (s->finished || !s->sampled_any) continue;
         if (static_cast<int64_t>(s->tokens.size()) - kv_.length(s->kv_seq) == 1) add_entry(*s, 1);
     }
+    // While others decode, prompts get at most prefill_chunk tokens of the step: a long prompt
+    // then delays the others' next token by a fraction of its prefill, not all of it.
+    const int64_t budget_before_prompts = budget;
+    const int64_t prompt_budget =
+        !entries.empty() && prefill_chunk_ > 0 ? std::min(budget, prefill_chunk_) : budget;
+    const auto prompt_room = [&] { return prompt_budget - (budget_before_prompts - budget); };
     for (auto& s : sequences_) {
-        if (budget == 0) break;
+        if (prompt_room() <= 0) break;
         if (s->finished || scheduled(s.get())) continue;
         int64_t length = kv_.length(s->kv_seq);
         if (!s->params.all_logits && length % block == 0) {
@@ -337,7 +346,7 @@ std::vector<SequenceEvent> Engine::step() {
             length += attached;
         }
         const int64_t n =
-            std::min<int64_t>(static_cast<int64_t>(s->tokens.size()) - length, budget);
+            std::min<int64_t>(static_cast<int64_t>(s->tokens.size()) - length, prompt_room());
         if (n > 0) add_entry(*s, n);
     }
     // Preemption may have taken the blocks of sequences scheduled before it.

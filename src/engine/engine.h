@@ -35,6 +35,9 @@ class ThreadPool;
 struct EngineOptions {
     int64_t n_ctx = 0;      // positions one sequence may hold; 0 = min(4096, the model's)
     int64_t n_batch = 512;  // the most tokens one forward pass evaluates
+    // The most prompt tokens a step adds while other sequences decode (0: up to n_batch): the
+    // knob between time to first token and the others' inter-token latency.
+    int64_t prefill_chunk = 0;
     // Positions the KV pool holds for all sequences together; 0 = n_ctx (one sequence).
     int64_t kv_tokens = 0;
     int n_threads = 0;  // 0 = every usable CPU; more are clamped (core/cpu_set.h)
@@ -165,6 +168,7 @@ class Engine {
     std::shared_ptr<const Tokenizer> tokenizer_;
     int64_t n_ctx_;
     int64_t n_batch_;
+    int64_t prefill_chunk_;
     std::shared_ptr<ThreadPool> pool_;
     std::unique_ptr<Backend> backend_;
     PagedKvCache kv_;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/loaded_model.h"
@@ -16,6 +17,13 @@ namespace minfer {
 // as llama.cpp does: a leading BOS text is removed when the tokenizer adds BOS itself, and
 // special-token text is parsed.
 std::vector<int32_t> chat_prompt_tokens(const LoadedModel& m, const nlohmann::ordered_json& messages);
+
+// The same in two steps, with tools and more template variables (the server's
+// chat_template_kwargs): the rendered text, then its tokens.
+std::string render_chat_prompt(const LoadedModel& m, const nlohmann::ordered_json& messages,
+                               const nlohmann::ordered_json& tools = nullptr,
+                               const nlohmann::ordered_json& extra_context = nullptr);
+std::vector<int32_t> tokenize_chat_prompt(const LoadedModel& m, std::string_view rendered);
 
 // The prompt of `run`: the text as is (raw, or a model without a chat template: BOS per the
 // model, special-token text parsed), or as one user message after an optional system message.

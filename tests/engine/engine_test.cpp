@@ -267,6 +267,28 @@ TEST(Continuation, AnEditedHistoryKeepsTheCommonPositionsOnly) {
     EXPECT_EQ(g2.result.tokens, g3.result.tokens);
 }
 
+// --prefill-chunk: while a sequence decodes, a waiting prompt advances by at most that many
+// tokens a step (its own first step is not limited: nobody else decodes then).
+TEST(PrefillChunk, LimitsPromptTokensWhileOthersDecode) {
+    MINFER_REQUIRE_FIXTURE(model_path, kModel);
+    EngineOptions o = options(512);
+    o.prefill_chunk = 8;
+    auto t = test::make_engine(model_path, o);
+    const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
+    const SeqId decoding = t.engine->submit(greedy(random_tokens(10, 21, n_vocab), 40));
+    t.engine->step();  // its prompt, alone: all 10 tokens
+    EXPECT_EQ(t.engine->cached_tokens(decoding).size(), 10u);
+    const SeqId waiting = t.engine->submit(greedy(random_tokens(30, 22, n_vocab), 2));
+    for (std::size_t step = 1; step <= 3; ++step) {
+        t.engine->step();
+        EXPECT_EQ(t.engine->cached_tokens(waiting).size(), 8 * step) << "step " << step;
+    }
+    while (t.engine->busy()) t.engine->step();
+    EXPECT_EQ(t.engine->result(waiting).tokens.size(), 2u);
+    o.prefill_chunk = -1;
+    EXPECT_THROW(test::make_engine(model_path, o), UsageError);
+}
+
 TEST(Submit, RefusesWhatCannotRun) {
     MINFER_REQUIRE_FIXTURE(model_path, kModel);
     auto t = test::make_engine(model_path, options(512));

@@ -1,0 +1,205 @@
+// `minfer serve MODEL`: the OpenAI-compatible HTTP server (src/server/api_server.h). The socket
+// is bound first (a taken port fails at once), the model loads while /health answers 503, then
+// requests are served until SIGTERM or Ctrl-C, which stop accepting, let running requests finish
+// for --shutdown-timeout seconds, end the rest, and exit 0.
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/context_flags.h"
+#include "cli/model_loading.h"
+#include "cli/sampling_flags.h"
+#include "core/error.h"
+#include "core/file_io.h"
+#include "core/log.h"
+#include "server/api_server.h"
+
+namespace minfer::cli {
+namespace {
+
+struct ServeOptions {
+    std::string model;
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    int n_parallel = 4;
+    int64_t kv_cache_tokens = 0;
+    int64_t prefill_chunk = 128;
+    std::string api_key, api_key_file;
+    std::string alias;
+    int max_queue = 64;
+    int64_t max_body = 8 * 1024 * 1024;
+    int max_connections = 512;
+    std::string cors_origin;
+    std::string log_format = "text";
+    bool no_access_log = false;
+    double shutdown_timeout = 10;
+    std::string template_file;
+    ContextFlags context;
+    SamplingFlags sampling;
+};
+
+std::string trimmed(std::string s) {
+    const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+    s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+    s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+    return s;
+}
+
+// The key from --api-key, --api-key-file or MINFER_API_KEY (in that order); empty: none.
+std::string api_key_of(const ServeOptions& o) {
+    if (!o.api_key.empty()) return o.api_key;
+    if (!o.api_key_file.empty()) {
+        std::string key = trimmed(read_file(o.api_key_file, "the API key file"));
+        if (key.empty()) throw UsageError(concat("the API key file ", o.api_key_file, " is empty"));
+        return key;
+    }
+    const char* env = std::getenv("MINFER_API_KEY");
+    return env != nullptr ? trimmed(env) : std::string();
+}
+
+std::string alias_of(const std::string& model) {
+    std::filesystem::path p(model);
+    std::string name = p.filename().string();
+    if (name.empty()) name = p.parent_path().filename().string();
+    if (name.size() > 5 && name.substr(name.size() - 5) == ".gguf") name.resize(name.size() - 5);
+    return name;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+    auto o = std::make_shared<ServeOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "serve", "Serve the model over an OpenAI-compatible HTTP API, with a chat page at /");
+    cmd->add_option("model", o->model, "GGUF file, first part of a split model, or a directory")
+        ->required();
+    cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
+    cmd->add_option("--port", o->port, "Port to listen on (0: any free port)")
+        ->check(CLI::Range(0, 65535))
+        ->capture_default_str();
+    cmd->add_option("--n-parallel", o->n_parallel,
+                    "(or -np) Sequences decoded at once; more requests wait in the queue")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
+    add_context_flags(cmd, o->context);
+    cmd->get_option("--ctx")->description(
+        "Context length of EACH sequence in tokens (default: min(4096, the model's)); "
+        "llama-server's -c is the total it splits over its slots");
+    cmd->add_option("--kv-cache-tokens", o->kv_cache_tokens,
+                    "Positions the KV cache holds for all sequences (default: n-parallel x ctx)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+    cmd->add_option("--prefill-chunk", o->prefill_chunk,
+                    "The most prompt tokens one step adds while others decode: lower keeps the "
+                    "others' tokens flowing, higher gives a shorter time to first token")
+        ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))
+        ->capture_default_str();
+    auto* key = cmd->add_option("--api-key", o->api_key,
+                                "Require 'Authorization: Bearer KEY' (or MINFER_API_KEY)");
+    cmd->add_option("--api-key-file", o->api_key_file, "Read the API key from a file")
+        ->excludes(key);
+    cmd->add_option("--alias", o->alias, "The model id clients see (default: the file name)");
+    cmd->add_option("--max-queue", o->max_queue,
+                    "Requests that may wait for a free sequence; beyond, 503 with Retry-After")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    cmd->add_option("--max-body", o->max_body, "Largest request body in bytes (beyond: 413)")
+        ->check(CLI::Range(int64_t{1024}, int64_t{1} << 32))
+        ->capture_default_str();
+    cmd->add_option("--max-connections", o->max_connections,
+                    "Open connections at most (beyond: 503)")
+        ->check(CLI::Range(1, 1 << 16))
+        ->capture_default_str();
+    cmd->add_option("--cors-origin", o->cors_origin,
+                    "Allow browsers on this origin (or *) to call the API (default: none)");
+    cmd->add_option("--log-format", o->log_format, "Access log: one line per request, text or json")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
+    cmd->add_flag("--no-access-log", o->no_access_log, "Do not log each request");
+    cmd->add_option("--shutdown-timeout", o->shutdown_timeout,
+                    "Seconds running requests may take to finish after SIGTERM")
+        ->check(CLI::Range(0.0, 3600.0))
+        ->capture_default_str();
+    cmd->add_option("--template", o->template_file,
+                    "Use this Jinja chat template instead of the model's");
+    add_sampling_flags(cmd, o->sampling);
+    cmd->callback([o] {
+        // Signals go to the thread below, which shuts the server down gracefully; every other
+        // thread (created from here on) inherits the mask.
+        sigset_t signals;
+        sigemptyset(&signals);
+        sigaddset(&signals, SIGINT);
+        sigaddset(&signals, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+        std::signal(SIGPIPE, SIG_IGN);
+
+        server::ServerOptions s;
+        s.host = o->host;
+        s.port = o->port;
+        s.n_parallel = o->n_parallel;
+        s.max_queue = o->max_queue;
+        s.api_key = api_key_of(*o);
+        s.alias = o->alias.empty() ? alias_of(o->model) : o->alias;
+        s.cors_origin = o->cors_origin;
+        s.log_format = o->log_format == "json" ? server::LogFormat::Json : server::LogFormat::Text;
+        s.access_log = !o->no_access_log;
+        s.limits.max_body_bytes = static_cast<std::size_t>(o->max_body);
+        s.limits.max_connections = o->max_connections;
+        s.shutdown_timeout =
+            std::chrono::milliseconds(static_cast<int64_t>(o->shutdown_timeout * 1000));
+        s.defaults = to_sampling_params(o->sampling);
+        s.seed_fixed = o->sampling.seed != "-1";
+        std::optional<std::string> template_source;
+        if (!o->template_file.empty())
+            template_source = read_file(o->template_file, "the template file");
+        EngineOptions engine_options = to_engine_options(o->context);
+        engine_options.prefill_chunk = o->prefill_chunk;
+
+        server::ApiServer api(s, [o, engine_options, template_source, n_parallel = s.n_parallel] {
+            server::ServedModel served;
+            served.loaded = load_model_for_cli(o->model, false, template_source);
+            EngineOptions e = engine_options;
+            const int64_t n_train = served.loaded.model->hparams().n_ctx_train;
+            if (e.n_ctx == 0) e.n_ctx = std::min<int64_t>(4096, n_train);
+            e.kv_tokens = o->kv_cache_tokens > 0 ? o->kv_cache_tokens : e.n_ctx * n_parallel;
+            if (e.kv_tokens < e.n_ctx) {
+                throw UsageError(concat("--kv-cache-tokens ", e.kv_tokens,
+                                        " is less than one sequence's context of ", e.n_ctx,
+                                        " tokens"));
+            }
+            served.engine =
+                std::make_shared<Engine>(served.loaded.model, served.loaded.tokenizer, e);
+            return served;
+        });
+        const std::string url = concat("http://", s.host, ":", api.port());
+        log_info(concat("minfer: listening on ", url, ", loading ", o->model));
+        api.on_ready([&] {
+            log_info(concat("minfer: serving '", s.alias, "' on ", url, " (", s.n_parallel,
+                            " parallel sequences; chat page at ", url, "/)"));
+        });
+        std::thread signal_waiter([&api, signals] {
+            int sig = 0;
+            sigwait(&signals, &sig);
+            log_info(concat("minfer: ", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                            ": finishing running requests, then exiting"));
+            api.shutdown();
+            // A second signal while finishing: exit at once.
+            sigwait(&signals, &sig);
+            std::_Exit(sig == SIGINT ? 130 : 143);
+        });
+        signal_waiter.detach();
+        api.run();
+        log_info("minfer: server stopped");
+    });
+}
+
+}  // namespace minfer::cli

@@ -1,0 +1,37 @@
+#pragma once
+// An error the API answers with an HTTP status and OpenAI's error object:
+//   {"error": {"message": "...", "type": "invalid_request_error", "param": "max_tokens", "code":
+//   null}}
+
+#include <string>
+
+#include "core/error.h"
+
+namespace minfer::server {
+
+class ApiError : public Error {
+  public:
+    ApiError(int status, std::string message, std::string param = {}, std::string code = {})
+        : Error(std::move(message)),
+          status_(status),
+          param_(std::move(param)),
+          code_(std::move(code)) {}
+    int status() const { return status_; }
+    const std::string& param() const { return param_; }  // the request field at fault, if any
+    const std::string& code() const { return code_; }    // e.g. "context_length_exceeded"
+    // OpenAI's error type for the status: invalid_request_error, authentication_error, ...
+    const char* type() const;
+
+  private:
+    int status_;
+    std::string param_, code_;
+};
+
+// The response body of an error.
+std::string error_body(int status, const std::string& message, const std::string& param = {},
+                       const std::string& code = {});
+inline std::string error_body(const ApiError& e) {
+    return error_body(e.status(), e.what(), e.param(), e.code());
+}
+
+}  // namespace minfer::server

@@ -1,0 +1,463 @@
+#include "server/api_server.h"
+
+#include <ctime>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "core/log.h"
+#include "runtime/prompt.h"
+#include "server/api_error.h"
+#include "server/chat_page.h"
+#include "server/completion_job.h"
+#include "server/generation_service.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "server/reasoning_split.h"
+#include "server/work_queue.h"
+
+namespace minfer::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+// The paths of the API, with the methods each takes (llama-server also answers without /v1).
+struct Route {
+    const char* path;
+    const char* method;
+    bool needs_key;
+};
+constexpr Route kRoutes[] = {
+    {"/", "GET", false},
+    {"/health", "GET", false},
+    {"/metrics", "GET", false},
+    {"/v1/models", "GET", true},
+    {"/models", "GET", true},
+    {"/v1/chat/completions", "POST", true},
+    {"/chat/completions", "POST", true},
+    {"/v1/completions", "POST", true},
+    {"/completions", "POST", true},
+    {"/tokenize", "POST", true},
+    {"/detokenize", "POST", true},
+};
+
+const Route* find_route(std::string_view path) {
+    for (const Route& r : kRoutes) {
+        if (path == r.path) return &r;
+    }
+    return nullptr;
+}
+
+// Equal strings, in a time that does not depend on where they differ.
+bool constant_time_equal(std::string_view a, std::string_view b) {
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    const std::size_t n = std::max(a.size(), b.size());
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
+        const auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+        diff |= static_cast<unsigned char>(x ^ y);
+    }
+    return diff == 0;
+}
+
+std::string random_id(const char* prefix) {
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    return concat(prefix, std::hex, rng(), rng() & 0xffffff);
+}
+
+HttpResponse json_response(int status, const Json& body) {
+    HttpResponse r;
+    r.status = status;
+    r.body = dump_json(body);
+    return r;
+}
+
+}  // namespace
+
+struct ApiServer::State {
+    // Declared first: destroyed last, after everything that posts to its thread.
+    std::unique_ptr<HttpServer> http;
+    Metrics metrics;
+    std::atomic<bool> shutting_down{false};
+    std::atomic<bool> shutdown_started{false};
+    int64_t started_at = std::time(nullptr);
+
+    mutable std::mutex mutex;  // guards the three below
+    std::shared_ptr<ServedModel> model;
+    std::shared_ptr<GenerationService> service;
+    std::exception_ptr load_error;
+
+    std::thread loader, stopper;
+    std::unique_ptr<WorkQueue> work = std::make_unique<WorkQueue>(2);
+
+    struct Ready {
+        std::shared_ptr<ServedModel> model;
+        std::shared_ptr<GenerationService> service;
+    };
+    Ready ready() const {
+        std::lock_guard lock(mutex);
+        return {model, service};
+    }
+};
+
+ApiServer::ApiServer(ServerOptions options, std::function<ServedModel()> load)
+    : options_(std::move(options)), load_(std::move(load)), state_(std::make_unique<State>()) {
+    if (options_.cors_origin.find_first_of("\r\n") != std::string::npos)
+        throw UsageError("--cors-origin must not hold a line break");
+    state_->http = std::make_unique<HttpServer>(
+        options_.host, options_.port, options_.limits,
+        [this](HttpRequest request, std::shared_ptr<Reply> reply) {
+            handle(std::move(request), std::move(reply));
+        },
+        [this](int status, std::string message) {
+            state_->metrics.count_request(status);
+            HttpResponse r;
+            r.status = status;
+            r.body = error_body(status, message);
+            r.headers = cors_headers();
+            if (status == 503) r.headers.emplace_back("Retry-After", "1");
+            return r;
+        });
+}
+
+ApiServer::~ApiServer() {
+    if (state_->loader.joinable() || state_->stopper.joinable()) {
+        shutdown();
+        if (state_->stopper.joinable()) state_->stopper.join();
+        if (state_->loader.joinable()) state_->loader.join();
+    }
+    state_->work.reset();  // its tasks may still reply
+}
+
+int ApiServer::port() const {
+    return state_->http->port();
+}
+
+void ApiServer::run() {
+    state_->loader = std::thread([this] {
+        try {
+            auto model = std::make_shared<ServedModel>(load_());
+            auto service = std::make_shared<GenerationService>(
+                model->engine, ServiceOptions{options_.n_parallel, options_.max_queue});
+            {
+                std::lock_guard lock(state_->mutex);
+                state_->model = std::move(model);
+                state_->service = std::move(service);
+            }
+            if (on_ready_) on_ready_();
+        } catch (...) {
+            {
+                std::lock_guard lock(state_->mutex);
+                state_->load_error = std::current_exception();
+            }
+            state_->http->stop();
+        }
+    });
+    state_->http->run();
+    if (state_->stopper.joinable()) state_->stopper.join();
+    if (state_->loader.joinable()) state_->loader.join();
+    state_->work.reset();
+    std::lock_guard lock(state_->mutex);
+    if (state_->load_error) std::rethrow_exception(state_->load_error);
+}
+
+void ApiServer::shutdown() {
+    if (state_->shutdown_started.exchange(true)) return;
+    state_->shutting_down = true;
+    state_->http->stop_accepting();
+    state_->stopper = std::thread([this] {
+        if (state_->loader.joinable()) state_->loader.join();
+        if (const auto service = state_->ready().service)
+            service->shutdown(options_.shutdown_timeout);
+        // The last chunks are queued on the server's thread: let them go out before it stops.
+        state_->http->post([this] { state_->http->stop(); }, std::chrono::milliseconds(200));
+    });
+}
+
+HttpHeaders ApiServer::cors_headers() const {
+    if (options_.cors_origin.empty()) return {};
+    return {{"Access-Control-Allow-Origin", options_.cors_origin}, {"Vary", "Origin"}};
+}
+
+bool ApiServer::authorized(const HttpRequest& request) const {
+    if (options_.api_key.empty()) return true;
+    std::string_view auth = request.header("authorization");
+    constexpr std::string_view kBearer = "Bearer ";
+    if (auth.substr(0, kBearer.size()) != kBearer) return false;
+    return constant_time_equal(auth.substr(kBearer.size()), options_.api_key);
+}
+
+void ApiServer::log_access(const HttpRequest& request, int status, int64_t prompt,
+                           int64_t generated, Clock::time_point start) const {
+    if (!options_.access_log) return;
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (options_.log_format == LogFormat::Json) {
+        log_info(dump_json({{"remote", request.remote},
+                            {"method", request.method},
+                            {"path", request.path},
+                            {"status", status},
+                            {"prompt_tokens", prompt},
+                            {"generated_tokens", generated},
+                            {"ms", std::round(ms * 10) / 10}}));
+    } else {
+        char t[32];
+        std::snprintf(t, sizeof t, "%.1f", ms);
+        log_info(concat(request.remote, " \"", request.method, " ", request.path, "\" ", status,
+                        " ", prompt, "+", generated, " tokens ", t, " ms"));
+    }
+}
+
+void ApiServer::respond(const HttpRequest& request, const std::shared_ptr<Reply>& reply,
+                        HttpResponse response) {
+    for (auto& h : cors_headers()) response.headers.push_back(std::move(h));
+    state_->metrics.count_request(response.status);
+    log_access(request, response.status, 0, 0, Clock::now());
+    reply->send(std::move(response));
+}
+
+void ApiServer::respond_error(const HttpRequest& request, const std::shared_ptr<Reply>& reply,
+                              const ApiError& e) {
+    HttpResponse r;
+    r.status = e.status();
+    r.body = error_body(e);
+    if (e.status() == 503) r.headers.emplace_back("Retry-After", "1");
+    if (e.status() == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    respond(request, reply, std::move(r));
+}
+
+void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
+    const Route* route = find_route(request.path);
+    if (request.method == "OPTIONS" && route != nullptr) {
+        // A browser's preflight for a cross-origin request.
+        HttpResponse r;
+        r.status = 204;
+        r.content_type.clear();
+        r.headers = {{"Allow", concat(route->method, ", OPTIONS")}};
+        if (!options_.cors_origin.empty()) {
+            r.headers.emplace_back("Access-Control-Allow-Methods",
+                                   concat(route->method, ", OPTIONS"));
+            r.headers.emplace_back("Access-Control-Allow-Headers", "Authorization, Content-Type");
+            r.headers.emplace_back("Access-Control-Max-Age", "600");
+        }
+        return respond(request, reply, std::move(r));
+    }
+    if (route == nullptr)
+        return respond_error(request, reply,
+                             ApiError(404, concat("no such endpoint: ", request.path)));
+    if (request.method != route->method) {
+        ApiError e(405, concat(request.path, " takes ", route->method, ", not ", request.method));
+        HttpResponse r;
+        r.status = 405;
+        r.body = error_body(e);
+        r.headers = {{"Allow", route->method}};
+        return respond(request, reply, std::move(r));
+    }
+    if (route->needs_key && !authorized(request))
+        return respond_error(request, reply,
+                             ApiError(401, "a valid API key is needed: Authorization: Bearer KEY",
+                                      "", "invalid_api_key"));
+    const std::string_view path = request.path;
+    const auto ready = state_->ready();
+    if (path == "/") {
+        HttpResponse r;
+        r.content_type = "text/html; charset=utf-8";
+        r.headers = {{"Content-Security-Policy",
+                      "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                      "img-src data:"},
+                     {"X-Content-Type-Options", "nosniff"}};
+        r.body = std::string(kChatPageHtml);
+        return respond(request, reply, std::move(r));
+    }
+    if (path == "/health") {
+        if (state_->shutting_down)
+            return respond(request, reply, json_response(503, {{"status", "shutting down"}}));
+        return respond(request, reply,
+                       ready.service ? json_response(200, {{"status", "ok"}})
+                                     : json_response(503, {{"status", "loading model"}}));
+    }
+    if (path == "/metrics") {
+        HttpResponse r;
+        r.content_type = "text/plain; version=0.0.4";
+        r.body =
+            state_->metrics.render(ready.service ? ready.service->counters() : ServiceCounters{});
+        return respond(request, reply, std::move(r));
+    }
+    if (path == "/v1/models" || path == "/models") {
+        Json m = {{"id", options_.alias},
+                  {"object", "model"},
+                  {"created", state_->started_at},
+                  {"owned_by", "minfer"}};
+        if (ready.model) {
+            m["meta"] = {{"n_ctx_per_sequence", ready.model->engine->n_ctx()},
+                         {"n_parallel", options_.n_parallel},
+                         {"n_vocab", ready.model->loaded.model->hparams().n_vocab},
+                         {"n_params", ready.model->loaded.model->n_params()}};
+        }
+        return respond(request, reply,
+                       json_response(200, {{"object", "list"}, {"data", Json::array({m})}}));
+    }
+    if (!ready.service)
+        return respond_error(request, reply, ApiError(503, "the model is still loading"));
+    // The rest parses JSON, renders templates and tokenizes: off the server's thread.
+    const Endpoint endpoint =
+        path.find("chat/") != std::string_view::npos ? Endpoint::Chat : Endpoint::Text;
+    state_->work->post([this, endpoint, request = std::move(request),
+                        reply = std::move(reply)]() mutable {
+        const std::string p = request.path;
+        if (p == "/tokenize" || p == "/detokenize") {
+            const auto model = state_->ready().model;
+            try {
+                const Json body = parse_json_object(request.body);
+                const Tokenizer& tok = *model->loaded.tokenizer;
+                if (p == "/tokenize") {
+                    const auto content = body.find("content");
+                    if (content == body.end() || !content->is_string())
+                        throw ApiError(400, "'content' must be a string", "content");
+                    const auto flag = [&](const char* name, bool fallback) {
+                        const auto it = body.find(name);
+                        if (it == body.end() || it->is_null()) return fallback;
+                        if (!it->is_boolean())
+                            throw ApiError(400, concat("'", name, "' must be a boolean"), name);
+                        return it->get<bool>();
+                    };
+                    const auto ids =
+                        tok.tokenize(content->get<std::string>(), flag("add_special", false),
+                                     flag("parse_special", true));
+                    Json tokens = Json::array();
+                    const bool pieces = flag("with_pieces", false);
+                    for (const int32_t id : ids) {
+                        if (pieces)
+                            tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
+                        else
+                            tokens.push_back(id);
+                    }
+                    return respond(request, reply, json_response(200, {{"tokens", tokens}}));
+                }
+                const auto tokens = body.find("tokens");
+                if (tokens == body.end() || !tokens->is_array())
+                    throw ApiError(400, "'tokens' must be an array of token ids", "tokens");
+                std::vector<int32_t> ids;
+                for (const Json& t : *tokens) {
+                    if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
+                        t.get<int64_t>() >= tok.n_vocab())
+                        throw ApiError(400, concat("'tokens' must hold ids below ", tok.n_vocab()),
+                                       "tokens");
+                    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
+                }
+                return respond(request, reply,
+                               json_response(200, {{"content", tok.detokenize(ids, false)}}));
+            } catch (const ApiError& e) {
+                return respond_error(request, reply, e);
+            } catch (const Error& e) {
+                return respond_error(request, reply, ApiError(400, e.what()));
+            }
+        }
+        handle_generation(endpoint, std::move(request), std::move(reply));
+    });
+}
+
+void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
+                                  std::shared_ptr<Reply> reply) {
+    const auto start = Clock::now();
+    const auto [model, service] = state_->ready();
+    try {
+        const LoadedModel& m = model->loaded;
+        GenerationRequest gen;
+        std::vector<int32_t> prompt;
+        bool opens_reasoning = false;
+        const bool reasoning = template_writes_reasoning(m.chat_template.source());
+        if (endpoint == Endpoint::Chat) {
+            ChatRequest chat = parse_chat_request(request.body, options_.defaults);
+            gen = std::move(chat.gen);
+            std::string text;
+            try {
+                text = render_chat_prompt(m, chat.messages, chat.tools, chat.template_kwargs);
+            } catch (const Error& e) {
+                throw ApiError(400, concat("the chat template refused the messages: ", e.what()),
+                               "messages");
+            }
+            opens_reasoning = reasoning && prompt_opens_reasoning(text);
+            prompt = tokenize_chat_prompt(m, text);
+        } else {
+            TextCompletionRequest text = parse_completion_request(request.body, options_.defaults);
+            gen = std::move(text.gen);
+            if (text.prompt_text) {
+                prompt = m.tokenizer->tokenize(*text.prompt_text, true, true);
+            } else {
+                prompt = std::move(text.prompt_tokens);
+                for (const int32_t id : prompt) {
+                    if (id >= m.tokenizer->n_vocab())
+                        throw ApiError(400,
+                                       concat("token id ", id, " is out of range: the model has ",
+                                              m.tokenizer->n_vocab(), " tokens"),
+                                       "prompt");
+                }
+            }
+        }
+        if (gen.model.empty()) gen.model = options_.alias;
+        const int64_t n_ctx = model->engine->n_ctx();
+        if (prompt.empty()) throw ApiError(400, "the prompt is empty", "prompt");
+        if (static_cast<int64_t>(prompt.size()) > n_ctx) {
+            throw ApiError(400,
+                           concat("This model's maximum context length is ", n_ctx,
+                                  " tokens. However, your prompt has ", prompt.size(), " tokens."),
+                           endpoint == Endpoint::Chat ? "messages" : "prompt",
+                           "context_length_exceeded");
+        }
+        for (const auto& [id, bias] : gen.sampling.logit_bias) {
+            if (id >= m.tokenizer->n_vocab())
+                throw ApiError(400, concat("logit_bias: token ", id, " is out of range"),
+                               "logit_bias");
+        }
+        if (!gen.seed_given && !options_.seed_fixed)
+            gen.sampling.seed = std::random_device{}() * 0x9E3779B97F4A7C15ull;
+
+        CompletionSetup setup;
+        setup.endpoint = endpoint;
+        setup.n_prompt = static_cast<int64_t>(prompt.size());
+        setup.id = random_id(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
+        setup.created = std::time(nullptr);
+        setup.model = gen.model;
+        setup.reasoning = endpoint == Endpoint::Chat && reasoning;
+        setup.starts_in_reasoning = opens_reasoning;
+        setup.reply = reply;
+        setup.headers = cors_headers();
+        setup.metrics = &state_->metrics;
+        setup.tokenizer = m.tokenizer.get();
+        setup.shutting_down = &state_->shutting_down;
+        setup.arrival = start;
+        setup.on_finished = [this, request, start](int status, int64_t p, int64_t g) {
+            log_access(request, status, p, g, start);
+        };
+        JobSpec spec;
+        spec.prompt = std::move(prompt);
+        spec.sampling = gen.sampling;
+        spec.max_tokens = gen.max_tokens;
+        spec.stop = gen.stop;
+        spec.ignore_eos = gen.ignore_eos;
+        spec.n = gen.n;
+        spec.top_logprobs = gen.logprobs;
+        setup.request = std::move(gen);
+        auto job = std::make_shared<CompletionJob>(std::move(setup));
+        const auto submitted = service->submit(std::move(spec), job);
+        if (const auto* refusal = std::get_if<GenerationService::Refusal>(&submitted)) {
+            throw ApiError(503, *refusal == GenerationService::Refusal::QueueFull
+                                    ? concat("the server is busy: ", options_.max_queue,
+                                             " requests are waiting already; retry later")
+                                    : std::string("the server is shutting down"));
+        }
+        const JobId id = std::get<JobId>(submitted);
+        reply->on_client_gone([weak = std::weak_ptr(service), id] {
+            if (auto s = weak.lock()) s->cancel(id);
+        });
+    } catch (const ApiError& e) {
+        respond_error(request, reply, e);
+    } catch (const Error& e) {
+        respond_error(request, reply, ApiError(400, e.what()));
+    } catch (const std::exception& e) {
+        respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
+    }
+}
+
+}  // namespace minfer::server

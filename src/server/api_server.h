@@ -1,0 +1,86 @@
+#pragma once
+// `minfer serve`: the OpenAI-compatible API over the HTTP server, the generation service and the
+// metrics. Routes:
+//   POST /v1/chat/completions, POST /v1/completions   (streamed as server-sent events on request)
+//   GET  /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize, GET / (chat page)
+// The socket is bound at once; the model loads in the background meanwhile (/health answers 503
+// until it is ready, the API 503 with Retry-After).
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "runtime/loaded_model.h"
+#include "server/http_server.h"
+
+namespace minfer::server {
+
+enum class Endpoint;
+class ApiError;
+enum class LogFormat { Text, Json };
+
+struct ServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 8080;
+    int n_parallel = 4;
+    int max_queue = 64;
+    std::string api_key;      // empty: no authentication
+    std::string alias;        // the model id
+    std::string cors_origin;  // empty: no CORS headers
+    LogFormat log_format = LogFormat::Text;
+    bool access_log = true;
+    HttpLimits limits;
+    std::chrono::milliseconds shutdown_timeout{10'000};
+    SamplingParams defaults;  // for fields a request leaves out
+    bool seed_fixed = false;  // defaults.seed applies to requests without one (else random)
+};
+
+// What the server serves, made by the loader.
+struct ServedModel {
+    LoadedModel loaded;
+    std::shared_ptr<Engine> engine;
+};
+
+class ApiServer {
+  public:
+    // Binds the socket (IoError if it cannot). `load` runs on a thread of its own when run()
+    // starts.
+    ApiServer(ServerOptions options, std::function<ServedModel()> load);
+    ~ApiServer();
+    ApiServer(const ApiServer&) = delete;
+    ApiServer& operator=(const ApiServer&) = delete;
+
+    int port() const;
+    // Serves until shutdown() has finished; rethrows what the loader threw.
+    void run();
+    // Thread-safe, once: stops accepting connections, lets running requests finish for up to
+    // shutdown_timeout, ends the rest (a last chunk for streams, 503 otherwise), then makes run()
+    // return.
+    void shutdown();
+    // Called (on the loader's thread) once the model is ready.
+    void on_ready(std::function<void()> f) { on_ready_ = std::move(f); }
+
+  private:
+    struct State;
+    void handle(HttpRequest request, std::shared_ptr<Reply> reply);
+    void handle_generation(Endpoint endpoint, HttpRequest request, std::shared_ptr<Reply> reply);
+    void respond(const HttpRequest& request, const std::shared_ptr<Reply>& reply,
+                 HttpResponse response);
+    void respond_error(const HttpRequest& request, const std::shared_ptr<Reply>& reply,
+                       const ApiError& e);
+    bool authorized(const HttpRequest& request) const;
+    void log_access(const HttpRequest& request, int status, int64_t prompt, int64_t generated,
+                    std::chrono::steady_clock::time_point start) const;
+    HttpHeaders cors_headers() const;
+
+    ServerOptions options_;
+    std::function<ServedModel()> load_;
+    std::function<void()> on_ready_;
+    std::unique_ptr<State> state_;
+};
+
+}  // namespace minfer::server

@@ -1,0 +1,276 @@
+#include "server/completion_job.h"
+
+#include "server/api_error.h"
+
+namespace minfer::server {
+namespace {
+
+const char* finish_reason_of(StopReason r) {
+    switch (r) {
+        case StopReason::EndOfGeneration:
+        case StopReason::StopString:
+        case StopReason::PromptDone:
+            return "stop";
+        case StopReason::MaxTokens:
+        case StopReason::ContextFull:
+        case StopReason::CacheFull:
+        case StopReason::Cancelled:  // cut short (a shutdown)
+            return "length";
+    }
+    return "stop";
+}
+
+nlohmann::ordered_json bytes_of(const std::string& s) {
+    auto a = nlohmann::ordered_json::array();
+    for (const unsigned char c : s) a.push_back(c);
+    return a;
+}
+
+}  // namespace
+
+std::string dump_json(const nlohmann::ordered_json& value) {
+    return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+CompletionJob::CompletionJob(CompletionSetup setup) : s_(std::move(setup)) {
+    for (int i = 0; i < s_.request.n; ++i)
+        choices_.emplace_back(ReasoningSplitter(s_.reasoning, s_.starts_in_reasoning));
+}
+
+CompletionJob::Json CompletionJob::chunk_head() const {
+    Json j;
+    j["id"] = s_.id;
+    j["object"] = s_.endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion";
+    j["created"] = s_.created;
+    j["model"] = s_.model;
+    j["system_fingerprint"] = concat("minfer-", MINFER_VERSION);
+    return j;
+}
+
+std::string CompletionJob::piece(int32_t token) const {
+    return s_.tokenizer->token_to_piece(token, /*show_special=*/true);
+}
+
+CompletionJob::Json CompletionJob::token_logprobs_entry(const TokenLogprobs& lp) const {
+    const std::string text = piece(lp.token);
+    Json e = {{"token", text}, {"logprob", lp.logprob}, {"bytes", bytes_of(text)}};
+    Json top = Json::array();
+    for (const auto& [id, logprob] : lp.top) {
+        const std::string t = piece(id);
+        top.push_back({{"token", t}, {"logprob", logprob}, {"bytes", bytes_of(t)}});
+    }
+    e["top_logprobs"] = std::move(top);
+    return e;
+}
+
+void CompletionJob::send_event(const Json& chunk) {
+    s_.reply->write(concat("data: ", dump_json(chunk), "\n\n"));
+}
+
+void CompletionJob::begin() {
+    if (begun_ || !s_.request.stream) return;
+    begun_ = true;
+    HttpResponse head;
+    head.content_type = "text/event-stream";
+    head.headers = s_.headers;
+    head.headers.emplace_back("Cache-Control", "no-cache");
+    head.headers.emplace_back("X-Accel-Buffering", "no");  // nginx: do not buffer the stream
+    s_.reply->start_stream(std::move(head));
+    if (s_.endpoint != Endpoint::Chat) return;
+    for (int i = 0; i < s_.request.n; ++i) {
+        Json chunk = chunk_head();
+        chunk["choices"] = Json::array({{{"index", i},
+                                         {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                         {"logprobs", nullptr},
+                                         {"finish_reason", nullptr}}});
+        if (s_.request.include_usage) chunk["usage"] = nullptr;
+        send_event(chunk);
+    }
+}
+
+void CompletionJob::send_delta(int choice, const SplitText& text, const Json* logprobs) {
+    if (text.content.empty() && text.reasoning.empty() && logprobs == nullptr) return;
+    Json c;
+    c["index"] = choice;
+    if (s_.endpoint == Endpoint::Chat) {
+        Json delta = Json::object();
+        if (!text.reasoning.empty()) delta["reasoning_content"] = text.reasoning;
+        if (!text.content.empty() || text.reasoning.empty()) delta["content"] = text.content;
+        c["delta"] = std::move(delta);
+        c["logprobs"] = logprobs ? Json{{"content", Json::array({*logprobs})}} : Json();
+    } else {
+        c["text"] = text.content;
+        if (logprobs) {
+            Json top = Json::object();
+            for (const auto& alt : (*logprobs)["top_logprobs"])
+                top[alt["token"].get<std::string>()] = alt["logprob"];
+            c["logprobs"] = {{"tokens", {(*logprobs)["token"]}},
+                             {"token_logprobs", {(*logprobs)["logprob"]}},
+                             {"top_logprobs", {top}},
+                             {"text_offset",
+                              {static_cast<int64_t>(
+                                  choices_[static_cast<std::size_t>(choice)].content.size())}}};
+        } else {
+            c["logprobs"] = nullptr;
+        }
+    }
+    c["finish_reason"] = nullptr;
+    Json chunk = chunk_head();
+    chunk["choices"] = Json::array({std::move(c)});
+    if (s_.request.include_usage) chunk["usage"] = nullptr;
+    send_event(chunk);
+}
+
+void CompletionJob::on_token(int choice, int32_t token, const std::string& text,
+                             const TokenLogprobs* logprobs) {
+    begin();
+    Choice& c = choices_[static_cast<std::size_t>(choice)];
+    const auto now = Clock::now();
+    if (token >= 0) {
+        if (!any_token_ && s_.metrics)
+            s_.metrics->observe_time_to_first_token(
+                std::chrono::duration<double>(now - s_.arrival).count());
+        else if (c.n_tokens > 0 && s_.metrics)
+            s_.metrics->observe_inter_token_latency(
+                std::chrono::duration<double>(now - c.last_token).count());
+        any_token_ = true;
+        c.last_token = now;
+        ++c.n_tokens;
+    }
+    std::optional<Json> entry;
+    if (logprobs) entry = token_logprobs_entry(*logprobs);
+    const SplitText split = c.splitter.push(text);
+    if (s_.request.stream) {
+        // (The text offset of a legacy logprobs entry is where its text starts.)
+        send_delta(choice, split, entry ? &*entry : nullptr);
+    }
+    if (entry && s_.endpoint == Endpoint::Text) {
+        c.legacy_tokens.push_back((*entry)["token"].get<std::string>());
+        c.legacy_logprobs.push_back(logprobs->logprob);
+        Json top = Json::object();
+        for (const auto& alt : (*entry)["top_logprobs"])
+            top[alt["token"].get<std::string>()] = alt["logprob"];
+        c.legacy_top.push_back(std::move(top));
+    } else if (entry) {
+        c.logprobs.push_back(std::move(*entry));
+    }
+    c.content += split.content;
+    c.reasoning += split.reasoning;
+}
+
+void CompletionJob::on_choice_end(int choice, StopReason reason, const SequenceStats&) {
+    begin();
+    Choice& c = choices_[static_cast<std::size_t>(choice)];
+    if (reason == StopReason::Cancelled) cancelled_ = true;
+    const SplitText rest = c.splitter.finish();
+    c.content += rest.content;
+    c.reasoning += rest.reasoning;
+    c.finish_reason = finish_reason_of(reason);
+    if (!s_.request.stream || s_.reply->client_gone()) return;
+    send_delta(choice, rest, nullptr);
+    Json ch;
+    ch["index"] = choice;
+    if (s_.endpoint == Endpoint::Chat) {
+        ch["delta"] = Json::object();
+    } else {
+        ch["text"] = "";
+    }
+    ch["logprobs"] = nullptr;
+    ch["finish_reason"] = c.finish_reason;
+    Json chunk = chunk_head();
+    chunk["choices"] = Json::array({std::move(ch)});
+    if (s_.request.include_usage) chunk["usage"] = nullptr;
+    send_event(chunk);
+}
+
+CompletionJob::Json CompletionJob::usage() const {
+    int64_t generated = 0;
+    for (const Choice& c : choices_) generated += c.n_tokens;
+    return {{"prompt_tokens", s_.n_prompt},
+            {"completion_tokens", generated},
+            {"total_tokens", s_.n_prompt + generated}};
+}
+
+CompletionJob::Json CompletionJob::final_response() const {
+    Json r;
+    r["id"] = s_.id;
+    r["object"] = s_.endpoint == Endpoint::Chat ? "chat.completion" : "text_completion";
+    r["created"] = s_.created;
+    r["model"] = s_.model;
+    r["system_fingerprint"] = concat("minfer-", MINFER_VERSION);
+    Json choices = Json::array();
+    for (std::size_t i = 0; i < choices_.size(); ++i) {
+        const Choice& c = choices_[i];
+        Json ch;
+        ch["index"] = static_cast<int>(i);
+        if (s_.endpoint == Endpoint::Chat) {
+            Json message = {{"role", "assistant"}, {"content", c.content}};
+            if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+            ch["message"] = std::move(message);
+            ch["logprobs"] = s_.request.logprobs >= 0
+                                 ? Json{{"content", c.logprobs}, {"refusal", nullptr}}
+                                 : Json();
+        } else {
+            ch["text"] = c.content;
+            if (s_.request.logprobs >= 0) {
+                Json offsets = Json::array();
+                std::size_t offset = 0;
+                for (const auto& t : c.legacy_tokens) {
+                    offsets.push_back(offset);
+                    offset += t.size();
+                }
+                ch["logprobs"] = {{"tokens", c.legacy_tokens},
+                                  {"token_logprobs", c.legacy_logprobs},
+                                  {"top_logprobs", c.legacy_top},
+                                  {"text_offset", offsets}};
+            } else {
+                ch["logprobs"] = nullptr;
+            }
+        }
+        ch["finish_reason"] = c.finish_reason.empty() ? "stop" : c.finish_reason;
+        choices.push_back(std::move(ch));
+    }
+    r["choices"] = std::move(choices);
+    r["usage"] = usage();
+    return r;
+}
+
+void CompletionJob::on_job_end(bool started) {
+    if (started) begin();
+    const Json u = usage();
+    const int64_t generated = u["completion_tokens"].get<int64_t>();
+    const bool shutdown = s_.shutting_down && s_.shutting_down->load();
+    int status = 200;
+    if (s_.reply->client_gone()) {
+        status = 499;  // nginx's "client closed the request"
+    } else if (s_.request.stream && begun_) {
+        if (s_.request.include_usage) {
+            Json chunk = chunk_head();
+            chunk["choices"] = Json::array();
+            chunk["usage"] = u;
+            send_event(chunk);
+        }
+        s_.reply->write("data: [DONE]\n\n");
+        s_.reply->end();
+    } else if (!started || (cancelled_ && shutdown)) {
+        status = 503;
+        HttpResponse r;
+        r.status = status;
+        r.headers = s_.headers;
+        r.headers.emplace_back("Retry-After", "1");
+        r.body = error_body(status, "the server is shutting down");
+        s_.reply->send(std::move(r));
+    } else {
+        HttpResponse r;
+        r.headers = s_.headers;
+        r.body = dump_json(final_response());
+        s_.reply->send(std::move(r));
+    }
+    if (s_.metrics) {
+        s_.metrics->count_request(status);
+        s_.metrics->count_tokens(started ? s_.n_prompt : 0, generated);
+    }
+    if (s_.on_finished) s_.on_finished(status, s_.n_prompt, generated);
+}
+
+}  // namespace minfer::server

@@ -1,0 +1,93 @@
+#pragma once
+// One request of /v1/chat/completions or /v1/completions while the engine runs it: turns the
+// engine's events into OpenAI's response objects, either one JSON document at the end or a stream
+// of server-sent events (`data: {chunk}\n\n` ... `data: [DONE]\n\n`). Also measures the time to
+// first token and between tokens, and reports the request's end for the access log.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "server/generation_service.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "server/reasoning_split.h"
+#include "tokenizer/tokenizer.h"
+
+namespace minfer::server {
+
+enum class Endpoint { Chat, Text };
+
+struct CompletionSetup {
+    Endpoint endpoint = Endpoint::Chat;
+    GenerationRequest request;
+    int64_t n_prompt = 0;
+    std::string id;  // "chatcmpl-..." / "cmpl-..."
+    int64_t created = 0;
+    std::string model;
+    bool reasoning = false;            // the template writes <think> blocks
+    bool starts_in_reasoning = false;  // the prompt ends inside one
+    std::shared_ptr<Reply> reply;
+    HttpHeaders headers;  // more response headers (CORS)
+    Metrics* metrics = nullptr;
+    const Tokenizer* tokenizer = nullptr;
+    const std::atomic<bool>* shutting_down = nullptr;
+    std::chrono::steady_clock::time_point arrival;
+    // Called once at the end with the status sent and the token counts (the access log).
+    std::function<void(int status, int64_t prompt_tokens, int64_t generated_tokens)> on_finished;
+};
+
+class CompletionJob final : public JobListener {
+  public:
+    explicit CompletionJob(CompletionSetup setup);
+
+    void on_token(int choice, int32_t token, const std::string& text,
+                  const TokenLogprobs* logprobs) override;
+    void on_choice_end(int choice, StopReason reason, const SequenceStats& stats) override;
+    void on_job_end(bool started) override;
+
+  private:
+    using Json = nlohmann::ordered_json;
+    using Clock = std::chrono::steady_clock;
+
+    struct Choice {
+        explicit Choice(ReasoningSplitter s) : splitter(std::move(s)) {}
+        ReasoningSplitter splitter;
+        std::string content, reasoning;
+        Json logprobs = Json::array();           // chat: content entries; text: built at the end
+        std::vector<std::string> legacy_tokens;  // text endpoint's logprobs
+        std::vector<float> legacy_logprobs;
+        Json legacy_top = Json::array();
+        int64_t n_tokens = 0;
+        std::string finish_reason;
+        Clock::time_point last_token;
+    };
+
+    // Streaming: the response head and, for chat, each choice's first delta (the role); sent at
+    // the first event, so that every write comes from the engine thread in order.
+    void begin();
+    Json chunk_head() const;
+    Json token_logprobs_entry(const TokenLogprobs& lp) const;
+    void send_delta(int choice, const SplitText& text, const Json* logprobs);
+    void send_event(const Json& chunk);
+    Json usage() const;
+    Json final_response() const;
+    std::string piece(int32_t token) const;
+
+    CompletionSetup s_;
+    std::vector<Choice> choices_;
+    bool begun_ = false;
+    bool any_token_ = false;
+    bool cancelled_ = false;
+};
+
+// The response body bytes of a JSON value (invalid UTF-8 in token pieces becomes U+FFFD).
+std::string dump_json(const nlohmann::ordered_json& value);
+
+}  // namespace minfer::server

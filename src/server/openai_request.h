@@ -1,0 +1,57 @@
+#pragma once
+// The bodies of POST /v1/chat/completions and /v1/completions, parsed and checked before any work
+// starts: every field of the wrong type or out of range is an ApiError 400 naming it; fields we do
+// not know are ignored; fields a request leaves out take the server's defaults (the sampling
+// flags of `minfer serve`, as llama-server does).
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sampling/sampler.h"
+
+namespace minfer::server {
+
+// What both endpoints share.
+struct GenerationRequest {
+    std::string model;  // echoed in the response
+    SamplingParams sampling;
+    bool seed_given = false;  // else each choice draws a random seed
+    int64_t max_tokens = -1;  // -1: until end of generation or a full context
+    std::vector<std::string> stop;
+    int n = 1;  // choices, 1 to 8
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage
+    bool ignore_eos = false;
+    int logprobs = -1;  // -1: none; else how many alternatives per token (0 to 20, 5 legacy)
+};
+
+struct ChatRequest {
+    GenerationRequest gen;
+    nlohmann::ordered_json messages;  // content flattened to strings; other fields as sent
+    nlohmann::ordered_json tools;     // null when absent
+    nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // + tool_choice
+};
+
+struct TextCompletionRequest {
+    GenerationRequest gen;
+    std::optional<std::string> prompt_text;  // or
+    std::vector<int32_t> prompt_tokens;      // ids (checked against the vocabulary later)
+};
+
+inline constexpr int kMaxChoices = 8;
+inline constexpr int kMaxTopLogprobs = 20;
+inline constexpr int kMaxLegacyLogprobs = 5;
+
+// Throw ApiError (400) for a body that is not a JSON object or holds a bad field.
+ChatRequest parse_chat_request(std::string_view body, const SamplingParams& defaults);
+TextCompletionRequest parse_completion_request(std::string_view body,
+                                               const SamplingParams& defaults);
+
+// The JSON object of a body (400 for malformed JSON or another value); shared by /tokenize etc.
+nlohmann::ordered_json parse_json_object(std::string_view body);
+
+}  // namespace minfer::server

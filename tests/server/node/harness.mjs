@@ -1,0 +1,80 @@
+// Starts `minfer serve` on a free port for a test file and stops it afterwards.
+// The binary is build/release/minfer (MINFER_BINARY overrides), the fixtures ../shared/fixtures
+// (MINFER_SHARED overrides); without fixtures a test skips, and fails when CI=true.
+
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const repo = path.resolve(here, "../../..");
+export const binary = process.env.MINFER_BINARY || path.join(repo, "build/release/minfer");
+const shared = process.env.MINFER_SHARED || path.resolve(repo, "../shared");
+
+// The path of a fixture, or null (and a skip) when it is missing outside CI.
+export function fixture(t, relative) {
+  const p = path.join(shared, "fixtures", relative);
+  if (existsSync(p)) return p;
+  if (process.env.CI === "true") throw new Error(`fixture missing in CI: ${p}`);
+  t.skip(`fixture missing: ${p}`);
+  return null;
+}
+
+// Runs `minfer serve MODEL ARGS... --port 0` and resolves once it serves.
+export async function startServer(model, args = [], { env = {} } = {}) {
+  const proc = spawn(binary, ["serve", model, "--port", "0", ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let log = "";
+  const exited = new Promise((resolve) => proc.on("exit", (code, signal) => resolve({ code, signal })));
+  const url = await new Promise((resolve, reject) => {
+    let listening = null;
+    const timer = setTimeout(() => reject(new Error("the server did not start:\n" + log)), 30000);
+    proc.stderr.on("data", (d) => {
+      log += d.toString();
+      const m = log.match(/listening on (http:\/\/[^,\s]+)/);
+      if (m) listening = m[1];
+      if (listening && log.includes("minfer: serving")) {
+        clearTimeout(timer);
+        resolve(listening);
+      }
+    });
+    exited.then(({ code }) => { clearTimeout(timer); reject(new Error(`the server exited (${code}):\n` + log)); });
+  });
+  return {
+    url,
+    proc,
+    exited,
+    log: () => log,
+    async stop(signal = "SIGTERM") {
+      if (proc.exitCode !== null || proc.signalCode !== null) return exited;
+      proc.kill(signal);
+      return exited;
+    },
+  };
+}
+
+// GET /metrics as { name or name{labels}: value }.
+export async function metrics(url) {
+  const text = await (await fetch(url + "/metrics")).text();
+  const out = {};
+  for (const line of text.split("\n")) {
+    if (!line || line.startsWith("#")) continue;
+    const cut = line.lastIndexOf(" ");
+    out[line.slice(0, cut)] = Number(line.slice(cut + 1));
+  }
+  return out;
+}
+
+// Polls until f() is truthy (or throws after `ms`).
+export async function eventually(f, ms = 5000, what = "condition") {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}

@@ -1,0 +1,145 @@
+// What `minfer serve` does around the API: the API key, the queue limit (503 + Retry-After),
+// CORS, graceful shutdown on SIGTERM, reasoning returned apart, chat_template_kwargs.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import OpenAI from "openai";
+import { fixture, startServer, metrics, eventually } from "./harness.mjs";
+
+const messages = [{ role: "user", content: "Hello there" }];
+
+test("an API key guards the API but not /health, /metrics or the chat page", async (t) => {
+  const model = fixture(t, "models/tiny-qwen2-q8_0.gguf");
+  if (!model) return;
+  const server = await startServer(model, ["--api-key", "s3cret", "-t", "2"]);
+  try {
+    const wrong = new OpenAI({ baseURL: server.url + "/v1", apiKey: "nope", maxRetries: 0 });
+    await assert.rejects(wrong.chat.completions.create({ model: "m", messages, max_tokens: 2 }),
+                         (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
+    const none = await fetch(server.url + "/v1/models");
+    assert.equal(none.status, 401);
+    assert.equal((await none.json()).error.type, "authentication_error");
+    const right = new OpenAI({ baseURL: server.url + "/v1", apiKey: "s3cret", maxRetries: 0 });
+    const r = await right.chat.completions.create({ model: "m", messages, max_tokens: 2, ignore_eos: true });
+    assert.equal(r.usage.completion_tokens, 2);
+    for (const p of ["/health", "/metrics", "/"]) assert.equal((await fetch(server.url + p)).status, 200, p);
+  } finally {
+    await server.stop();
+  }
+  // The key from MINFER_API_KEY.
+  const env = await startServer(model, ["-t", "2"], { env: { MINFER_API_KEY: "from-env" } });
+  try {
+    assert.equal((await fetch(env.url + "/v1/models")).status, 401);
+    assert.equal((await fetch(env.url + "/v1/models", { headers: { Authorization: "Bearer from-env" } })).status, 200);
+  } finally {
+    await env.stop();
+  }
+});
+
+test("a full queue answers 503 with Retry-After; CORS headers when asked for", async (t) => {
+  const model = fixture(t, "models/tiny-qwen2-q8_0.gguf");
+  if (!model) return;
+  const server = await startServer(model, ["-np", "1", "--max-queue", "0", "--ctx", "32768", "-t", "2",
+                                           "--cors-origin", "https://app.example"]);
+  try {
+    const client = new OpenAI({ baseURL: server.url + "/v1", apiKey: "x", maxRetries: 0 });
+    const controller = new AbortController();
+    const busy = await client.chat.completions.create(
+      { model: "m", messages, max_tokens: 30000, ignore_eos: true, stream: true }, { signal: controller.signal });
+    const it = busy[Symbol.asyncIterator]();
+    await it.next();  // it runs
+    await assert.rejects(client.chat.completions.create({ model: "m", messages, max_tokens: 2 }), (e) => {
+      assert.equal(e.status, 503);
+      assert.equal(e.headers["retry-after"], "1");
+      assert.equal(e.error?.type ?? e.type, "server_busy_error");
+      return true;
+    });
+    controller.abort();
+    await eventually(async () => (await metrics(server.url)).minfer_sequences_running === 0, 5000, "the stream to end");
+    const preflight = await fetch(server.url + "/v1/chat/completions", {
+      method: "OPTIONS", headers: { Origin: "https://app.example", "Access-Control-Request-Method": "POST" } });
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.headers.get("access-control-allow-origin"), "https://app.example");
+    assert.match(preflight.headers.get("access-control-allow-headers"), /Authorization/);
+    const models = await fetch(server.url + "/v1/models");
+    assert.equal(models.headers.get("access-control-allow-origin"), "https://app.example");
+  } finally {
+    await server.stop();
+  }
+});
+
+test("SIGTERM lets a running stream finish within the timeout, then ends it and exits 0", async (t) => {
+  const model = fixture(t, "models/tiny-qwen2-q8_0.gguf");
+  if (!model) return;
+  const server = await startServer(model, ["--ctx", "32768", "--shutdown-timeout", "1", "-t", "2"]);
+  const client = new OpenAI({ baseURL: server.url + "/v1", apiKey: "x", maxRetries: 0 });
+  const stream = await client.chat.completions.create(
+    { model: "m", messages, max_tokens: 30000, ignore_eos: true, stream: true });
+  let finish = null, chunks = 0;
+  const started = Date.now();
+  const reading = (async () => {
+    for await (const chunk of stream) {
+      ++chunks;
+      if (chunks === 2) server.proc.kill("SIGTERM");
+      for (const c of chunk.choices) if (c.finish_reason) finish = c.finish_reason;
+    }
+  })();
+  await reading;
+  const { code } = await server.exited;
+  assert.equal(code, 0, server.log());
+  assert.equal(finish, "length");  // cut short, with a last chunk and [DONE]
+  assert.ok(Date.now() - started < 8000);
+  assert.match(server.log(), /SIGTERM: finishing running requests/);
+  // New connections are refused once it stops accepting.
+  await assert.rejects(fetch(server.url + "/health"));
+});
+
+test("reasoning between <think> tags comes back as reasoning_content", async (t) => {
+  const model = fixture(t, "models/tiny-qwen2-q8_0.gguf");
+  if (!model) return;
+  // A template whose generation prompt opens a reasoning block: all of the (random) model's
+  // answer is reasoning until it writes </think>, which it does not.
+  const dir = mkdtempSync(path.join(tmpdir(), "minfer-"));
+  const template = path.join(dir, "think.jinja");
+  writeFileSync(template, "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
+                          "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}{# </think> #}");
+  const server = await startServer(model, ["--template", template, "-t", "2"]);
+  try {
+    const client = new OpenAI({ baseURL: server.url + "/v1", apiKey: "x", maxRetries: 0 });
+    const params = { model: "m", messages, temperature: 0, max_tokens: 10, ignore_eos: true };
+    const r = await client.chat.completions.create(params);
+    assert.ok(r.choices[0].message.reasoning_content.length > 0);
+    assert.equal(r.choices[0].message.content, "");
+    let reasoning = "", content = "";
+    for await (const chunk of await client.chat.completions.create({ ...params, stream: true })) {
+      for (const c of chunk.choices) {
+        reasoning += c.delta?.reasoning_content ?? "";
+        content += c.delta?.content ?? "";
+      }
+    }
+    assert.equal(reasoning, r.choices[0].message.reasoning_content);
+    assert.equal(content, "");
+  } finally {
+    await server.stop();
+  }
+});
+
+test("chat_template_kwargs reach the template (Qwen3's enable_thinking)", async (t) => {
+  const model = fixture(t, "models/tiny-qwen3-q8_0.gguf");
+  if (!model) return;
+  const server = await startServer(model, ["-t", "2"]);
+  try {
+    const client = new OpenAI({ baseURL: server.url + "/v1", apiKey: "x", maxRetries: 0 });
+    const base = { model: "m", messages, max_tokens: 1, ignore_eos: true };
+    const thinking = await client.chat.completions.create(base);
+    const direct = await client.chat.completions.create({ ...base, chat_template_kwargs: { enable_thinking: false } });
+    // enable_thinking=false adds an empty <think></think> block to the prompt.
+    assert.ok(direct.usage.prompt_tokens > thinking.usage.prompt_tokens,
+              `${direct.usage.prompt_tokens} vs ${thinking.usage.prompt_tokens}`);
+  } finally {
+    await server.stop();
+  }
+});

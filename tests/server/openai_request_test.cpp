@@ -1,0 +1,138 @@
+// Parsing the API's request bodies: defaults, every field's type and range, content parts,
+// prompts, and the errors' status and param.
+
+#include "server/openai_request.h"
+
+#include <gtest/gtest.h>
+
+#include "server/api_error.h"
+
+namespace minfer::server {
+namespace {
+
+SamplingParams defaults() {
+    SamplingParams s;
+    s.temperature = 0.5f;
+    s.top_k = 7;
+    return s;
+}
+
+// The param of the 400 a body gets (empty when it parses).
+std::string refused_param(const std::string& body, bool chat = true) {
+    try {
+        if (chat)
+            parse_chat_request(body, defaults());
+        else
+            parse_completion_request(body, defaults());
+    } catch (const ApiError& e) {
+        EXPECT_EQ(e.status(), 400) << body;
+        return e.param().empty() ? "(none)" : e.param();
+    }
+    return "";
+}
+
+TEST(OpenAiRequest, FieldsLeftOutTakeTheServersDefaults) {
+    const ChatRequest r =
+        parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}]})", defaults());
+    EXPECT_FLOAT_EQ(r.gen.sampling.temperature, 0.5f);
+    EXPECT_EQ(r.gen.sampling.top_k, 7);
+    EXPECT_EQ(r.gen.max_tokens, -1);
+    EXPECT_EQ(r.gen.n, 1);
+    EXPECT_FALSE(r.gen.stream);
+    EXPECT_EQ(r.gen.logprobs, -1);
+    EXPECT_FALSE(r.gen.seed_given);
+    EXPECT_TRUE(r.tools.is_null());
+}
+
+TEST(OpenAiRequest, ReadsEveryField) {
+    const ChatRequest r = parse_chat_request(R"({
+        "model": "gpt-4o", "messages": [{"role": "system", "content": "be brief"},
+                                        {"role": "user", "content": [{"type": "text", "text": "a"},
+                                                                     {"type": "text", "text": "b"}]}],
+        "temperature": 0, "top_p": 0.9, "top_k": 3, "min_p": 0.1, "presence_penalty": 0.5,
+        "frequency_penalty": -0.5, "repeat_penalty": 1.1, "seed": 42, "stop": ["x", "", "y"],
+        "n": 2, "stream": true, "stream_options": {"include_usage": true}, "max_completion_tokens": 9,
+        "max_tokens": 3, "logprobs": true, "top_logprobs": 4, "logit_bias": {"5": 2, "6": -100},
+        "ignore_eos": true, "tools": [{"type": "function"}], "tool_choice": "auto",
+        "chat_template_kwargs": {"enable_thinking": false}, "some_unknown_field": [1, 2]})",
+                                             defaults());
+    EXPECT_EQ(r.gen.model, "gpt-4o");
+    EXPECT_EQ(r.messages[1]["content"], "a\nb");
+    EXPECT_EQ(r.gen.sampling.temperature, 0.0f);
+    EXPECT_FLOAT_EQ(r.gen.sampling.top_p, 0.9f);
+    EXPECT_EQ(r.gen.sampling.top_k, 3);
+    EXPECT_EQ(r.gen.sampling.seed, 42u);
+    EXPECT_TRUE(r.gen.seed_given);
+    EXPECT_EQ(r.gen.stop, (std::vector<std::string>{"x", "y"}));
+    EXPECT_EQ(r.gen.n, 2);
+    EXPECT_TRUE(r.gen.stream && r.gen.include_usage && r.gen.ignore_eos);
+    EXPECT_EQ(r.gen.max_tokens, 9);  // max_completion_tokens wins
+    EXPECT_EQ(r.gen.logprobs, 4);
+    EXPECT_FLOAT_EQ(r.gen.sampling.logit_bias.at(5), 2.0f);
+    EXPECT_TRUE(std::isinf(r.gen.sampling.logit_bias.at(6)));  // -100 bans
+    EXPECT_EQ(r.tools.size(), 1u);
+    EXPECT_EQ(r.template_kwargs["tool_choice"], "auto");
+    EXPECT_EQ(r.template_kwargs["enable_thinking"], false);
+}
+
+TEST(OpenAiRequest, EveryBadFieldIsA400NamingIt) {
+    const std::string m = R"("messages":[{"role":"user","content":"hi"}])";
+    EXPECT_EQ(refused_param("{"), "(none)");
+    EXPECT_EQ(refused_param("[1]"), "(none)");
+    EXPECT_EQ(refused_param("{}"), "messages");
+    EXPECT_EQ(refused_param(R"({"messages":[]})"), "messages");
+    EXPECT_EQ(refused_param(R"({"messages":[5]})"), "messages[0]");
+    EXPECT_EQ(refused_param(R"({"messages":[{"content":"x"}]})"), "messages[0].role");
+    EXPECT_EQ(refused_param(R"({"messages":[{"role":"user","content":7}]})"),
+              "messages[0].content");
+    EXPECT_EQ(refused_param(R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})"),
+              "messages[0].content[0]");
+    for (const char* field : {R"("temperature":"hot")",
+                              R"("temperature":-1)",
+                              R"("top_p":0)",
+                              R"("top_p":2)",
+                              R"("top_k":-1)",
+                              R"("top_k":1.5)",
+                              R"("n":0)",
+                              R"("n":9)",
+                              R"("max_tokens":-2)",
+                              R"("max_tokens":0)",
+                              R"("max_tokens":"9")",
+                              R"("stream":1)",
+                              R"("stop":5)",
+                              R"("stop":[1])",
+                              R"("logit_bias":[1])",
+                              R"("logit_bias":{"x":1})",
+                              R"("logit_bias":{"1":"a"})",
+                              R"("top_logprobs":3)",
+                              R"("seed":"x")",
+                              R"("tools":{})",
+                              R"("stream_options":true)",
+                              R"("response_format":{"type":"json_object"})",
+                              R"("chat_template_kwargs":[])"}) {
+        const std::string body = concat("{", m, ",", field, "}");
+        EXPECT_NE(refused_param(body), "") << body;
+    }
+    // Deep nesting is refused while parsing.
+    EXPECT_EQ(refused_param(std::string(100, '[') + std::string(100, ']')), "(none)");
+    // Invalid UTF-8 is malformed JSON.
+    EXPECT_EQ(refused_param("{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}"), "(none)");
+}
+
+TEST(OpenAiRequest, CompletionPrompts) {
+    EXPECT_EQ(*parse_completion_request(R"({"prompt":"hi"})", defaults()).prompt_text, "hi");
+    EXPECT_EQ(*parse_completion_request(R"({"prompt":["hi"]})", defaults()).prompt_text, "hi");
+    EXPECT_EQ(
+        parse_completion_request(R"({"prompt":[1,2,3],"logprobs":5})", defaults()).prompt_tokens,
+        (std::vector<int32_t>{1, 2, 3}));
+    EXPECT_EQ(refused_param(R"({"prompt":["a","b"]})", false), "prompt");
+    EXPECT_EQ(refused_param(R"({"prompt":[[1],[2]]})", false), "prompt");
+    EXPECT_EQ(refused_param(R"({"prompt":[-1]})", false), "prompt");
+    EXPECT_EQ(refused_param(R"({"prompt":[]})", false), "prompt");
+    EXPECT_EQ(refused_param(R"({})", false), "prompt");
+    EXPECT_EQ(refused_param(R"({"prompt":"a","logprobs":6})", false), "logprobs");
+    EXPECT_EQ(refused_param(R"({"prompt":"a","echo":true})", false), "echo");
+}
+
+}  // namespace
+}  // namespace minfer::server
