@@ -43,6 +43,7 @@ struct ServeOptions {
     std::string log_format = "text";
     bool no_access_log = false;
     double shutdown_timeout = 10;
+    int64_t n_predict = -1;
     std::string template_file;
     ContextFlags context;
     SamplingFlags sampling;
@@ -131,6 +132,11 @@ void add_serve_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--template", o->template_file,
                     "Use this Jinja chat template instead of the model's");
+    cmd->add_option("-n,--n-predict", o->n_predict,
+                    "Tokens per answer at most for requests without max_tokens (-1: until the "
+                    "answer ends or the context is full)")
+        ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
+        ->capture_default_str();
     add_sampling_flags(cmd, o->sampling);
     cmd->callback([o] {
         // Signals go to the thread below, which shuts the server down gracefully; every other
@@ -158,6 +164,8 @@ void add_serve_command(CLI::App& app) {
             std::chrono::milliseconds(static_cast<int64_t>(o->shutdown_timeout * 1000));
         s.defaults = to_sampling_params(o->sampling);
         s.seed_fixed = o->sampling.seed != "-1";
+        if (o->n_predict == 0) throw UsageError("-n 0 would generate nothing; -1 is no limit");
+        s.default_max_tokens = o->n_predict;
         std::optional<std::string> template_source;
         if (!o->template_file.empty())
             template_source = read_file(o->template_file, "the template file");

@@ -396,6 +396,7 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
             }
         }
         if (gen.model.empty()) gen.model = options_.alias;
+        if (gen.max_tokens < 0) gen.max_tokens = options_.default_max_tokens;
         const int64_t n_ctx = model->engine->n_ctx();
         if (prompt.empty()) throw ApiError(400, "the prompt is empty", "prompt");
         if (static_cast<int64_t>(prompt.size()) > n_ctx) {

@@ -36,7 +36,8 @@ struct ServerOptions {
     HttpLimits limits;
     std::chrono::milliseconds shutdown_timeout{10'000};
     SamplingParams defaults;  // for fields a request leaves out
-    bool seed_fixed = false;  // defaults.seed applies to requests without one (else random)
+    bool seed_fixed = false;
+    int64_t default_max_tokens = -1;  // for requests without max_tokens (-1: until the end)  // defaults.seed applies to requests without one (else random)
 };
 
 // What the server serves, made by the loader.

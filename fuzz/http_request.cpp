@@ -1,0 +1,86 @@
+// libFuzzer target for what `minfer serve` does with a request before the engine: the HTTP
+// request parser under the server's limits (Boost.Beast's, as src/server/http_server.cpp sets it
+// up), then the body as a chat or a completion request (src/server/openai_request.h), then the
+// chat messages through the ChatML template. ApiError, minfer::Error and a refusal by the HTTP
+// parser are accepted outcomes; anything else (crash, hang, leak, sanitizer report) is a finding.
+//
+// LLVMFuzzerInitialize writes seed requests into $MINFER_FUZZ_SEED_DIR when set and empty.
+
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+#include "chat/chat_template.h"
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+namespace {
+
+namespace http = boost::beast::http;
+
+const char* const kSeeds[] = {
+    "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    "Content-Length: 79\r\n\r\n"
+    R"({"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"n":2})",
+    "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    "1f\r\n{\"prompt\":[1,2,3],\"logprobs\":2}\r\n0\r\n\r\n",
+    "POST /v1/chat/completions HTTP/1.1\r\nContent-Length: 190\r\n\r\n"
+    R"({"messages":[{"role":"system","content":[{"type":"text","text":"a"}]},{"role":"user","content":"b"}],)"
+    R"("logit_bias":{"5":-100},"stop":["x","y"],"logprobs":true,"top_logprobs":3,"max_tokens":5,"seed":-1})",
+    "GET /v1/models HTTP/1.0\r\n\r\n",
+};
+
+void write_seed(const std::filesystem::path& dir, int n, std::string_view bytes) {
+    std::ofstream(dir / ("seed-" + std::to_string(n)), std::ios::binary) << bytes;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    const char* seed_dir = std::getenv("MINFER_FUZZ_SEED_DIR");
+    if (seed_dir == nullptr) return 0;
+    const std::filesystem::path dir = seed_dir;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (!std::filesystem::is_empty(dir, ec) || ec) return 0;
+    int n = 0;
+    for (const char* seed : kSeeds) write_seed(dir, n++, seed);
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(16 * 1024);
+    parser.body_limit(1 << 20);
+    parser.eager(true);
+    boost::system::error_code ec;
+    parser.put(boost::asio::buffer(data, size), ec);
+    if (!ec && !parser.is_done()) parser.put_eof(ec);
+    if (ec || !parser.is_done()) return 0;
+    const auto& req = parser.get();
+    const std::string_view target(req.target().data(), req.target().size());
+    const minfer::SamplingParams defaults;
+    try {
+        if (target.find("chat") != std::string_view::npos) {
+            const auto chat = minfer::server::parse_chat_request(req.body(), defaults);
+            static const auto chatml = minfer::chat::ChatTemplate::parse(
+                std::string(minfer::chat::kChatMlTemplate));
+            minfer::chat::ChatInputs in;
+            in.messages = chat.messages;
+            in.tools = chat.tools;
+            in.extra_context = chat.template_kwargs;
+            minfer::chat::jinja::RenderLimits limits;
+            limits.max_output_bytes = 1 << 20;
+            (void)chatml.render(in, limits);
+        } else {
+            (void)minfer::server::parse_completion_request(req.body(), defaults);
+        }
+    } catch (const minfer::Error&) {
+    }
+    return 0;
+}
