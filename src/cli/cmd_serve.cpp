@@ -43,6 +43,7 @@ struct ServeOptions {
     std::string log_format = "text";
     bool no_access_log = false;
     double shutdown_timeout = 10;
+    double request_timeout = 10;
     int64_t n_predict = -1;
     std::string template_file;
     ContextFlags context;
@@ -126,6 +127,11 @@ void add_serve_command(CLI::App& app) {
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
     cmd->add_flag("--no-access-log", o->no_access_log, "Do not log each request");
+    cmd->add_option("--request-timeout", o->request_timeout,
+                    "Seconds a client may take to send a request header (three times that for its body): "
+                    "a slow client is dropped")
+        ->check(CLI::Range(0.1, 3600.0))
+        ->capture_default_str();
     cmd->add_option("--shutdown-timeout", o->shutdown_timeout,
                     "Seconds running requests may take to finish after SIGTERM")
         ->check(CLI::Range(0.0, 3600.0))
@@ -160,6 +166,9 @@ void add_serve_command(CLI::App& app) {
         s.access_log = !o->no_access_log;
         s.limits.max_body_bytes = static_cast<std::size_t>(o->max_body);
         s.limits.max_connections = o->max_connections;
+        s.limits.header_timeout =
+            std::chrono::milliseconds(static_cast<int64_t>(o->request_timeout * 1000));
+        s.limits.body_timeout = 3 * s.limits.header_timeout;  // (a body may be megabytes)
         s.shutdown_timeout =
             std::chrono::milliseconds(static_cast<int64_t>(o->shutdown_timeout * 1000));
         s.defaults = to_sampling_params(o->sampling);
