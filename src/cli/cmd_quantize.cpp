@@ -94,8 +94,10 @@ void add_quantize_command(CLI::App& app) {
         options.threads = clamp_thread_count(opts->threads, "-t");
         if (bar.enabled()) {
             options.on_progress = [&bar](const QuantizeProgress& p) {
-                const double done = p.values_total == 0 ? 1.0 : static_cast<double>(p.values_done) / p.values_total;
-                bar.update(done, concat(p.tensor_index + 1, "/", p.tensor_count, "  ", p.tensor_name));
+                const double done =
+                    p.values_total == 0 ? 1.0 : static_cast<double>(p.values_done) / p.values_total;
+                bar.update(done,
+                           concat(p.tensor_index + 1, "/", p.tensor_count, "  ", p.tensor_name));
             };
         }
         options.on_temporary_file = TemporaryCleanupOnSignal::remember;

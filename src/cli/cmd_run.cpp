@@ -103,8 +103,8 @@ void add_run_command(CLI::App& app) {
         ->required();
     auto* prompt = cmd->add_option("-p,--prompt", o->prompt, "The prompt");
     auto* file = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
-    auto* tokens = cmd->add_option(
-        "--tokens", o->tokens, "Prompt as token ids (1,2,3 or [1, 2, 3]); prints token ids");
+    auto* tokens = cmd->add_option("--tokens", o->tokens,
+                                   "Prompt as token ids (1,2,3 or [1, 2, 3]); prints token ids");
     prompt->excludes(file)->excludes(tokens);
     file->excludes(tokens);
     cmd->add_option("-n,--n-predict", o->n_predict,
@@ -145,7 +145,8 @@ void add_run_command(CLI::App& app) {
         const LoadedModel loaded = load_model_for_cli(o->model, /*quiet=*/o->json, template_source);
         if (ids_mode) check_token_ids(ids, loaded.model->hparams().n_vocab, "--tokens");
         if (system->count() && !loaded.has_template)
-            log_warning("--system is ignored: the model has no chat template (give one with --template)");
+            log_warning(
+                "--system is ignored: the model has no chat template (give one with --template)");
         const std::optional<std::string> system_text =
             system->count() ? std::optional<std::string>(o->system) : std::nullopt;
         const std::vector<int32_t> input =

@@ -11,9 +11,9 @@
 
 #include "cli/commands.h"
 #include "cli/context_flags.h"
+#include "cli/model_loading.h"
 #include "cli/prompt_tokens.h"
 #include "core/error.h"
-#include "cli/model_loading.h"
 #include "runtime/generation.h"
 
 namespace minfer::cli {

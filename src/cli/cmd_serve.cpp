@@ -33,7 +33,7 @@ struct ServeOptions {
     int port = 8080;
     int n_parallel = 4;
     int64_t kv_cache_tokens = 0;
-    int64_t prefill_chunk = 128;
+    int64_t prefill_chunk = 32;
     std::string api_key, api_key_file;
     std::string alias;
     int max_queue = 64;
@@ -127,9 +127,10 @@ void add_serve_command(CLI::App& app) {
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
     cmd->add_flag("--no-access-log", o->no_access_log, "Do not log each request");
-    cmd->add_option("--request-timeout", o->request_timeout,
-                    "Seconds a client may take to send a request header (three times that for its body): "
-                    "a slow client is dropped")
+    cmd->add_option(
+           "--request-timeout", o->request_timeout,
+           "Seconds a client may take to send a request header (three times that for its body): "
+           "a slow client is dropped")
         ->check(CLI::Range(0.1, 3600.0))
         ->capture_default_str();
     cmd->add_option("--shutdown-timeout", o->shutdown_timeout,
@@ -193,8 +194,7 @@ void add_serve_command(CLI::App& app) {
                                         " is less than one sequence's context of ", e.n_ctx,
                                         " tokens"));
             }
-            served.engine =
-                std::make_shared<Engine>(served.loaded.model, served.loaded.tokenizer, e);
+            served.engine = e;
             return served;
         });
         const std::string url = concat("http://", s.host, ":", api.port());

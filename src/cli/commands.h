@@ -16,5 +16,6 @@ void add_quantize_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_detokenize_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_bench_serve_command(CLI::App& app);
 
 }  // namespace minfer::cli

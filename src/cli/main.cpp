@@ -57,7 +57,8 @@ std::vector<std::string> arguments_with_long_names(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         for (const auto& [short_name, long_name] : kSpellings) {
-            if (a == short_name) a = long_name;
+            if (a == short_name)
+                a = long_name;
             else if (a.rfind(std::string(short_name) + "=", 0) == 0)
                 a = std::string(long_name) + a.substr(short_name.size());
         }
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
     minfer::cli::add_score_command(app);
     minfer::cli::add_bench_command(app);
     minfer::cli::add_serve_command(app);
+    minfer::cli::add_bench_serve_command(app);
     minfer::cli::add_template_command(app);
     minfer::cli::add_quantize_command(app);
     minfer::cli::add_tokenize_command(app);

@@ -1,6 +1,5 @@
 #include "cli/model_loading.h"
 
-
 #include "cli/format.h"
 #include "cli/progress_bar.h"
 #include "core/error.h"

@@ -11,8 +11,9 @@ namespace minfer::cli {
 namespace {
 
 [[noreturn]] void throw_write_error(int error_number) {
-    throw IoError(concat("write error: ", error_number != 0 ? std::strerror(error_number)
-                                                            : "standard output could not be written"));
+    throw IoError(concat("write error: ", error_number != 0
+                                              ? std::strerror(error_number)
+                                              : "standard output could not be written"));
 }
 
 }  // namespace

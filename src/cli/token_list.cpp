@@ -47,8 +47,8 @@ std::vector<int32_t> parse_token_list(std::string_view text, std::string_view fl
 void check_token_ids(const std::vector<int32_t>& ids, int64_t n_vocab, std::string_view flag) {
     for (const int32_t id : ids) {
         if (id >= n_vocab) {
-            throw UsageError(concat(flag, ": token id ", id,
-                                    " is out of range: the model has ", n_vocab, " tokens"));
+            throw UsageError(concat(flag, ": token id ", id, " is out of range: the model has ",
+                                    n_vocab, " tokens"));
         }
     }
 }

@@ -139,7 +139,11 @@ void ApiServer::run() {
         try {
             auto model = std::make_shared<ServedModel>(load_());
             auto service = std::make_shared<GenerationService>(
-                model->engine, ServiceOptions{options_.n_parallel, options_.max_queue});
+                [&] {
+                    return std::make_unique<Engine>(model->loaded.model, model->loaded.tokenizer,
+                                                    model->engine);
+                },
+                ServiceOptions{options_.n_parallel, options_.max_queue});
             {
                 std::lock_guard lock(state_->mutex);
                 state_->model = std::move(model);
@@ -288,8 +292,8 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
                   {"object", "model"},
                   {"created", state_->started_at},
                   {"owned_by", "minfer"}};
-        if (ready.model) {
-            m["meta"] = {{"n_ctx_per_sequence", ready.model->engine->n_ctx()},
+        if (ready.service) {
+            m["meta"] = {{"n_ctx_per_sequence", ready.service->engine().n_ctx()},
                          {"n_parallel", options_.n_parallel},
                          {"n_vocab", ready.model->loaded.model->hparams().n_vocab},
                          {"n_params", ready.model->loaded.model->n_params()}};
@@ -397,7 +401,7 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
         }
         if (gen.model.empty()) gen.model = options_.alias;
         if (gen.max_tokens < 0) gen.max_tokens = options_.default_max_tokens;
-        const int64_t n_ctx = model->engine->n_ctx();
+        const int64_t n_ctx = service->engine().n_ctx();
         if (prompt.empty()) throw ApiError(400, "the prompt is empty", "prompt");
         if (static_cast<int64_t>(prompt.size()) > n_ctx) {
             throw ApiError(400,

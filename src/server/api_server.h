@@ -37,13 +37,15 @@ struct ServerOptions {
     std::chrono::milliseconds shutdown_timeout{10'000};
     SamplingParams defaults;  // for fields a request leaves out
     bool seed_fixed = false;
-    int64_t default_max_tokens = -1;  // for requests without max_tokens (-1: until the end)  // defaults.seed applies to requests without one (else random)
+    int64_t default_max_tokens = -1;  // for requests without max_tokens (-1: until the end)  //
+                                      // defaults.seed applies to requests without one (else random)
 };
 
-// What the server serves, made by the loader.
+// What the server serves: the model, its tokenizer and template, and the engine's options (the
+// engine itself is made on the generation service's thread).
 struct ServedModel {
     LoadedModel loaded;
-    std::shared_ptr<Engine> engine;
+    EngineOptions engine;
 };
 
 class ApiServer {

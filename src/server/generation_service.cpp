@@ -36,31 +36,46 @@ TokenLogprobs logprobs_of(int32_t token, const std::vector<float>& row, double l
     TokenLogprobs lp;
     lp.token = token;
     lp.logprob = static_cast<float>(row[static_cast<std::size_t>(token)] - lse);
-    std::vector<int32_t> ids(row.size());
-    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
-    const auto n = std::min<std::size_t>(static_cast<std::size_t>(n_top), ids.size());
-    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n), ids.end(),
-                      [&](int32_t a, int32_t b) {
-                          const float la = row[static_cast<std::size_t>(a)];
-                          const float lb = row[static_cast<std::size_t>(b)];
-                          return la > lb || (la == lb && a < b);
-                      });
-    for (std::size_t i = 0; i < n; ++i) {
-        lp.top.emplace_back(ids[i],
-                            static_cast<float>(row[static_cast<std::size_t>(ids[i])] - lse));
+    // The n_top largest logits (lower id first among equals) in one pass: a small heap whose
+    // front is the worst kept, so almost every logit costs one comparison.
+    const auto n = std::min<std::size_t>(static_cast<std::size_t>(std::max(0, n_top)), row.size());
+    if (n == 0) return lp;
+    std::vector<std::pair<float, int32_t>> heap;  // (logit, id)
+    heap.reserve(n + 1);
+    const auto worse = [](const std::pair<float, int32_t>& a, const std::pair<float, int32_t>& b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
+    for (std::size_t i = 0; i < row.size(); ++i) {
+        if (heap.size() == n && !(row[i] > heap.front().first)) continue;
+        heap.emplace_back(row[i], static_cast<int32_t>(i));
+        std::push_heap(heap.begin(), heap.end(), worse);
+        if (heap.size() > n) {
+            std::pop_heap(heap.begin(), heap.end(), worse);
+            heap.pop_back();
+        }
     }
+    std::sort(heap.begin(), heap.end(), worse);
+    for (const auto& [logit, id] : heap) lp.top.emplace_back(id, static_cast<float>(logit - lse));
     return lp;
 }
 
 }  // namespace
 
-GenerationService::GenerationService(std::shared_ptr<Engine> engine, ServiceOptions options)
-    : engine_(std::move(engine)), options_(options) {
+GenerationService::GenerationService(const std::function<std::unique_ptr<Engine>()>& make_engine,
+                                     ServiceOptions options)
+    : options_(options) {
     if (options_.n_parallel < 1)
         throw UsageError("the server needs at least one parallel sequence");
     if (options_.max_queue < 0) throw UsageError("the queue limit must be 0 or more");
-    publish_counters();
-    thread_ = std::thread([this] { loop(); });
+    std::promise<void> made;
+    auto ready = made.get_future();
+    thread_ = std::thread([this, &make_engine, &made] { loop(make_engine, made); });
+    try {
+        ready.get();
+    } catch (...) {
+        thread_.join();
+        throw;
+    }
 }
 
 GenerationService::~GenerationService() {
@@ -293,7 +308,16 @@ void GenerationService::end_job_if_done(JobId id) {
     job_gone(false);
 }
 
-void GenerationService::loop() {
+void GenerationService::loop(const std::function<std::unique_ptr<Engine>()>& make_engine,
+                             std::promise<void>& made) {
+    try {
+        engine_ = make_engine();
+        publish_counters();
+    } catch (...) {
+        made.set_exception(std::current_exception());
+        return;
+    }
+    made.set_value();  // (make_engine and made are gone from here on)
     while (true) {
         take_requests();
         admit();
@@ -318,6 +342,7 @@ void GenerationService::loop() {
                    [&] { return !incoming_.empty() || !cancels_.empty() || cancel_all_ || stop_; });
         if (stop_ && incoming_.empty()) break;
     }
+    engine_.reset();  // on the thread that made it (its pool unpins this thread)
 }
 
 }  // namespace minfer::server

@@ -12,6 +12,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -72,7 +74,11 @@ struct ServiceCounters {
 
 class GenerationService {
   public:
-    GenerationService(std::shared_ptr<Engine> engine, ServiceOptions options);
+    // The engine is made on the service's own thread, which then steps it: the engine's thread
+    // pool pins the thread that makes it as its thread 0, which must be the one calling step().
+    // Rethrows what make_engine throws.
+    GenerationService(const std::function<std::unique_ptr<Engine>()>& make_engine,
+                      ServiceOptions options);
     ~GenerationService();  // cancels what runs and joins the thread
     GenerationService(const GenerationService&) = delete;
     GenerationService& operator=(const GenerationService&) = delete;
@@ -91,7 +97,8 @@ class GenerationService {
 
   private:
     struct Job;
-    void loop();
+    void loop(const std::function<std::unique_ptr<Engine>()>& make_engine,
+              std::promise<void>& made);
     void take_requests();
     void admit();
     void start_choice(Job& job, int choice);
@@ -100,7 +107,7 @@ class GenerationService {
     void job_gone(bool was_queued);  // a job ended: counts, and wakes shutdown()
     void publish_counters();
 
-    std::shared_ptr<Engine> engine_;
+    std::unique_ptr<Engine> engine_;  // made and destroyed on thread_
     ServiceOptions options_;
 
     mutable std::mutex mutex_;  // guards the members up to `thread_`

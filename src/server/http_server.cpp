@@ -114,6 +114,8 @@ class Session : public std::enable_shared_from_this<Session> {
           server_(server) {
         ++server_.connections;
         error_code ec;
+        // Streamed tokens are small writes: send each at once (no Nagle delay).
+        socket_.set_option(tcp::no_delay(true), ec);
         const auto ep = socket_.remote_endpoint(ec);
         if (!ec) remote_ = concat(ep.address().to_string(), ":", ep.port());
     }

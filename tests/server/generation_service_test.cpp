@@ -97,15 +97,16 @@ JobSpec greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
     return s;
 }
 
-std::shared_ptr<Engine> engine_for(const std::filesystem::path& model, int64_t kv_tokens,
-                                   int64_t n_ctx = 256) {
-    EngineOptions o;
-    o.n_threads = 2;
-    o.n_ctx = n_ctx;
-    o.kv_tokens = kv_tokens;
-    auto t = test::make_engine(model, o);
-    // The engine keeps what it needs of the model (shared pointers).
-    return std::shared_ptr<Engine>(std::move(t.engine));
+// Makes the engine (on the service's thread).
+std::function<std::unique_ptr<Engine>()> engine_for(const std::filesystem::path& model,
+                                                    int64_t kv_tokens, int64_t n_ctx = 256) {
+    return [=] {
+        EngineOptions o;
+        o.n_threads = 2;
+        o.n_ctx = n_ctx;
+        o.kv_tokens = kv_tokens;
+        return test::make_engine(model, o).engine;
+    };
 }
 
 // The tokens a prompt gets alone.

@@ -1,0 +1,137 @@
+// `minfer bench-serve URL`: load on any OpenAI-compatible server (src/server/load_generator.h), one
+// row per concurrency: aggregate generated tokens/s, requests/s, time to first token and
+// inter-token latency (p50 / p99). A markdown table, or --json.
+
+#include <unistd.h>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "server/load_generator.h"
+
+namespace minfer::cli {
+namespace {
+
+struct BenchServeOptions {
+    std::string url;
+    std::string concurrency = "1,4,16";
+    int prompt_tokens = 128;
+    int gen_tokens = 128;
+    int requests = 0;
+    std::string model = "default";
+    std::string api_key;
+    bool json = false;
+};
+
+std::vector<int> parse_list(const std::string& text) {
+    std::vector<int> out;
+    std::istringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        std::size_t used = 0;
+        int v = 0;
+        try {
+            v = std::stoi(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != item.size() || v < 1 || v > 4096)
+            throw UsageError(concat("--concurrency: '", item, "' is not a number from 1 to 4096"));
+        out.push_back(v);
+    }
+    if (out.empty()) throw UsageError("--concurrency needs at least one value");
+    return out;
+}
+
+}  // namespace
+
+void add_bench_serve_command(CLI::App& app) {
+    auto o = std::make_shared<BenchServeOptions>();
+    CLI::App* cmd = app.add_subcommand(
+        "bench-serve",
+        "Measure an OpenAI-compatible server (minfer serve, llama-server, vLLM, ...) "
+        "under concurrent streamed requests");
+    cmd->add_option("url", o->url, "The server: http://HOST:PORT (or .../v1)")->required();
+    cmd->add_option("--concurrency", o->concurrency,
+                    "Clients at once, comma-separated: one row each")
+        ->capture_default_str();
+    cmd->add_option(
+           "--prompt-tokens", o->prompt_tokens,
+           "About this many prompt tokens per request (random words, distinct per request)")
+        ->check(CLI::Range(0, 1 << 20))
+        ->capture_default_str();
+    cmd->add_option("--gen-tokens", o->gen_tokens,
+                    "Tokens generated per request (asked for with ignore_eos)")
+        ->check(CLI::Range(1, 1 << 20))
+        ->capture_default_str();
+    cmd->add_option("--requests", o->requests,
+                    "Requests per row (default: 4 x the concurrency, at least 8)")
+        ->check(CLI::Range(1, 1 << 24));
+    cmd->add_option("--model", o->model, "The model name sent in requests")->capture_default_str();
+    cmd->add_option("--api-key", o->api_key, "Sent as 'Authorization: Bearer KEY'");
+    cmd->add_flag("--json", o->json, "Print a JSON array");
+    cmd->callback([o] {
+        const std::vector<int> levels = parse_list(o->concurrency);
+        nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+        if (!o->json) {
+            std::printf(
+                "| clients | requests | failed | prompt tok | gen tok/s | req/s | TTFT p50 s | "
+                "TTFT p99 s | ITL p50 ms | ITL p99 ms |\n");
+            std::printf(
+                "| ------: | -------: | -----: | ---------: | --------: | ----: | ---------: | "
+                "---------: | ---------: | ---------: |\n");
+            std::fflush(stdout);
+        }
+        for (const int c : levels) {
+            server::LoadTestOptions lo;
+            lo.url = o->url;
+            lo.model = o->model;
+            lo.api_key = o->api_key;
+            lo.concurrency = c;
+            lo.requests = o->requests > 0 ? o->requests : std::max(8, 4 * c);
+            lo.prompt_tokens = o->prompt_tokens;
+            lo.gen_tokens = o->gen_tokens;
+            lo.seed = static_cast<uint64_t>(c);
+            const bool tty = ::isatty(STDERR_FILENO) == 1;
+            const auto r = server::run_load_test(lo, [&](int done, int total) {
+                if (tty) std::fprintf(stderr, "\r%d clients: %d/%d requests", c, done, total);
+            });
+            if (tty) std::fprintf(stderr, "\r\033[K");
+            if (r.failed > 0)
+                log_warning(
+                    concat(r.failed, " of ", r.requests, " requests failed: ", r.first_error));
+            if (o->json) {
+                rows.push_back({{"concurrency", r.concurrency},
+                                {"requests", r.requests},
+                                {"failed", r.failed},
+                                {"seconds", r.seconds},
+                                {"mean_prompt_tokens", r.mean_prompt_tokens},
+                                {"generated_tokens", r.generated_tokens},
+                                {"tokens_per_second", r.tokens_per_second},
+                                {"requests_per_second", r.requests_per_second},
+                                {"ttft_p50_s", r.ttft_p50},
+                                {"ttft_p99_s", r.ttft_p99},
+                                {"itl_p50_s", r.itl_p50},
+                                {"itl_p99_s", r.itl_p99}});
+            } else {
+                std::printf(
+                    "| %7d | %8d | %6d | %10.1f | %9.1f | %5.2f | %10.2f | %10.2f | %10.1f | "
+                    "%10.1f |\n",
+                    r.concurrency, r.requests, r.failed, r.mean_prompt_tokens, r.tokens_per_second,
+                    r.requests_per_second, r.ttft_p50, r.ttft_p99, r.itl_p50 * 1000,
+                    r.itl_p99 * 1000);
+                std::fflush(stdout);
+            }
+        }
+        if (o->json) std::cout << rows.dump(2) << "\n";
+    });
+}
+
+}  // namespace minfer::cli

@@ -1,0 +1,47 @@
+#pragma once
+// `minfer bench-serve`: a load generator that speaks the OpenAI API to any server (minfer serve,
+// llama-server, vLLM, ollama's /v1). C clients at a time each send streamed chat completions of a
+// prompt of about P tokens (random words, distinct per request, so that no prefix cache can skip
+// them) asking for exactly G tokens (ignore_eos), and time every streamed token: aggregate
+// generated tokens/s, requests/s, time to first token and inter-token latency percentiles. The
+// requests ask for log-probabilities (no alternatives) so that every token is seen as it arrives,
+// even one whose text is empty.
+// Plain HTTP only (put TLS in front elsewhere).
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace minfer::server {
+
+struct LoadTestOptions {
+    std::string url;  // http://HOST:PORT[/v1]
+    std::string model = "default";
+    std::string api_key;
+    int concurrency = 1;
+    int requests = 8;
+    int prompt_tokens = 128;  // approximate: words of one token each in common vocabularies
+    int gen_tokens = 128;
+    uint64_t seed = 1;
+};
+
+struct LoadTestResult {
+    int concurrency = 0;
+    int requests = 0;
+    int failed = 0;
+    std::string first_error;
+    double seconds = 0;
+    int64_t generated_tokens = 0;   // from each response's usage
+    double mean_prompt_tokens = 0;  // as the server counted them
+    double tokens_per_second = 0;   // generated, all requests together
+    double requests_per_second = 0;
+    double ttft_p50 = 0, ttft_p99 = 0;  // seconds, time to first token
+    double itl_p50 = 0, itl_p99 = 0;    // seconds, between streamed tokens
+};
+
+// Throws UsageError for a URL it cannot use; failed requests are counted, not thrown.
+LoadTestResult run_load_test(const LoadTestOptions& options,
+                             const std::function<void(int done, int total)>& progress = {});
+
+}  // namespace minfer::server
