@@ -1,5 +1,6 @@
 #include "kernels/ops.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -106,6 +107,16 @@ void softmax(float* x, int64_t n, float scale, const float* mask) {
     for (int64_t i = 0; i < n; ++i) sum += x[i];
     const float inv = static_cast<float>(1.0 / sum);
     for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+double logsumexp(const float* x, int64_t n) {
+    if (kernel_path() == KernelPath::kBest) return kernels::logsumexp_simd(x, n);
+    float max = -INFINITY;
+    for (int64_t i = 0; i < n; ++i) max = std::fmax(max, x[i]);
+    if (max == -INFINITY) return -INFINITY;
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(x[i]) - max);
+    return static_cast<double>(max) + std::log(sum);
 }
 
 void silu(const float* x, float* y, int64_t n) {

@@ -38,6 +38,10 @@ void rope(float* x, int64_t n_tokens, int64_t n_heads, std::span<const int32_t> 
 // -INFINITY (or any additive bias). A row masked entirely becomes all zeros.
 void softmax(float* x, int64_t n, float scale = 1.0f, const float* mask = nullptr);
 
+// log(sum(exp(x[i]))) over n values (vectorized: the log-probabilities of a 152k-word vocabulary
+// for every streamed token). -INFINITY when every value is.
+double logsumexp(const float* x, int64_t n);
+
 // y = x / (1 + exp(-x)). y may alias x.
 void silu(const float* x, float* y, int64_t n);
 // GELU, tanh approximation, through ggml's f16 table: y = f16(gelu(f16(x))) for |x| < 10,

@@ -60,6 +60,25 @@ void ExpShifted(float* x, int64_t n, float shift) {
     for (; i < n; ++i) x[i] = std::exp(x[i] - shift);
 }
 
+// log(sum(exp(x))): a vector max, then the exponentials summed in float lanes (the sum's
+// rounding is far below what a log-probability shows).
+double LogSumExp(const float* x, int64_t n) {
+    const hn::ScalableTag<float> d;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+    auto vmax = hn::Set(d, -INFINITY);
+    int64_t i = 0;
+    for (; i + N <= n; i += N) vmax = hn::Max(vmax, hn::LoadU(d, x + i));
+    float max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+    for (; i < n; ++i) max = std::fmax(max, x[i]);
+    if (max == -INFINITY) return -INFINITY;
+    const auto s = hn::Set(d, max);
+    auto sum = hn::Zero(d);
+    for (i = 0; i + N <= n; i += N) sum = hn::Add(sum, hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), s)));
+    double total = hn::GetLane(hn::SumOfLanes(d, sum));
+    for (; i < n; ++i) total += std::exp(x[i] - max);
+    return static_cast<double>(max) + std::log(total);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace minfer::kernels
 HWY_AFTER_NAMESPACE();
@@ -70,6 +89,7 @@ namespace minfer::kernels {
 HWY_EXPORT(SiluRow);
 HWY_EXPORT(SwigluRow);
 HWY_EXPORT(ExpShifted);
+HWY_EXPORT(LogSumExp);
 
 void silu_simd(const float* x, float* y, int64_t n) {
     HWY_DYNAMIC_DISPATCH(SiluRow)(x, y, n);
@@ -79,6 +99,9 @@ void swiglu_simd(const float* gate, const float* up, float* out, int64_t n) {
 }
 void exp_shifted_simd(float* x, int64_t n, float shift) {
     HWY_DYNAMIC_DISPATCH(ExpShifted)(x, n, shift);
+}
+double logsumexp_simd(const float* x, int64_t n) {
+    return HWY_DYNAMIC_DISPATCH(LogSumExp)(x, n);
 }
 
 }  // namespace minfer::kernels

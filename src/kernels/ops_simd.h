@@ -9,5 +9,6 @@ void silu_simd(const float* x, float* y, int64_t n);
 void swiglu_simd(const float* gate, const float* up, float* out, int64_t n);
 // x[i] = exp(x[i] - shift)
 void exp_shifted_simd(float* x, int64_t n, float shift);
+double logsumexp_simd(const float* x, int64_t n);
 
 }  // namespace minfer::kernels

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "kernels/ops.h"
 
 namespace minfer::server {
 
@@ -24,13 +25,6 @@ struct GenerationService::Job {
 };
 
 namespace {
-
-double logsumexp_of(std::span<const float> row) {
-    const float max = *std::max_element(row.begin(), row.end());
-    double sum = 0;
-    for (const float l : row) sum += std::exp(static_cast<double>(l - max));
-    return static_cast<double>(max) + std::log(sum);
-}
 
 TokenLogprobs logprobs_of(int32_t token, const std::vector<float>& row, double lse, int n_top) {
     TokenLogprobs lp;
@@ -238,7 +232,7 @@ void GenerationService::start_choice(Job& job, int choice) {
         Job* j = &job;
         p.on_logits = [j, c](int64_t, std::span<const float> row) {
             j->rows[c].assign(row.begin(), row.end());
-            j->logsumexp[c] = logsumexp_of(row);
+            j->logsumexp[c] = minfer::logsumexp(row.data(), static_cast<int64_t>(row.size()));
         };
     }
     try {

@@ -106,6 +106,18 @@ class OpsOnPath : public ::testing::TestWithParam<KernelPath> {
     void TearDown() override { set_kernel_path(KernelPath::kBest); }
 };
 
+// Over more values than one internal chunk, with a tail; all -inf gives -inf.
+TEST_P(OpsOnPath, LogSumExp) {
+    const int64_t n = 2500;
+    const std::vector<float> x = random_row(n, 9, 8.0f);
+    double max = -INFINITY, sum = 0;
+    for (const float v : x) max = std::fmax(max, v);
+    for (const float v : x) sum += std::exp(static_cast<double>(v) - max);
+    EXPECT_NEAR(logsumexp(x.data(), n), max + std::log(sum), 1e-5);
+    const std::vector<float> none(5, -INFINITY);
+    EXPECT_EQ(logsumexp(none.data(), 5), -INFINITY);
+}
+
 TEST_P(OpsOnPath, SoftmaxWithMaskAndScale) {
     const int64_t n = 37;
     const std::vector<float> x = random_row(n, 3, 4.0f);
