@@ -248,7 +248,9 @@ Json parse_json_object(std::string_view body) {
                 throw ApiError(400, concat("the request nests deeper than ", kMaxDepth, " levels"));
             return true;
         });
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {
+        // parse_error, and out_of_range for a number beyond double's range (found by fuzzing: it
+        // escaped as a 500).
         throw ApiError(400, concat("the request body is not valid JSON: ", e.what()));
     }
     if (!doc.is_object())

@@ -115,6 +115,8 @@ TEST(OpenAiRequest, EveryBadFieldIsA400NamingIt) {
     }
     // Deep nesting is refused while parsing.
     EXPECT_EQ(refused_param(std::string(100, '[') + std::string(100, ']')), "(none)");
+    // A number beyond double's range (found by fuzz/http_request.cpp).
+    EXPECT_EQ(refused_param(R"({"messages":[], "n": 6e6666})"), "(none)");
     // Invalid UTF-8 is malformed JSON.
     EXPECT_EQ(refused_param("{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}"), "(none)");
 }

@@ -65,7 +65,8 @@ const messages = [{ role: "user", content: "hi" }];
 
 test("malformed, truncated and non-object JSON is a 400", async (t) => {
   if (!server) return t.skip();
-  for (const body of ["{", '{"messages": [', "null", "42", '"x"', "[]", "{]", '{"messages":[{"role":"user","content":"hi"}]', "\u0000"]) {
+  for (const body of ["{", '{"messages": [', "null", "42", '"x"', "[]", "{]", '{"messages":[{"role":"user","content":"hi"}]', "\u0000",
+                     '{"messages":[{"role":"user","content":"hi"}],"n":6e6666}']) {
     const r = await chat(body);
     assert.equal(r.status, 400, body);
     assert.equal(r.json.error.type, "invalid_request_error");
