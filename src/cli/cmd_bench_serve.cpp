@@ -27,6 +27,7 @@ struct BenchServeOptions {
     int requests = 0;
     std::string model = "default";
     std::string api_key;
+    int timeout = 600;
     bool json = false;
 };
 
@@ -76,6 +77,10 @@ void add_bench_serve_command(CLI::App& app) {
         ->check(CLI::Range(1, 1 << 24));
     cmd->add_option("--model", o->model, "The model name sent in requests")->capture_default_str();
     cmd->add_option("--api-key", o->api_key, "Sent as 'Authorization: Bearer KEY'");
+    cmd->add_option("--timeout", o->timeout,
+                    "Seconds a request may take before it counts as failed")
+        ->check(CLI::Range(1, 86400))
+        ->capture_default_str();
     cmd->add_flag("--json", o->json, "Print a JSON array");
     cmd->callback([o] {
         const std::vector<int> levels = parse_list(o->concurrency);
@@ -99,6 +104,7 @@ void add_bench_serve_command(CLI::App& app) {
             lo.prompt_tokens = o->prompt_tokens;
             lo.gen_tokens = o->gen_tokens;
             lo.seed = static_cast<uint64_t>(c);
+            lo.timeout_seconds = o->timeout;
             const bool tty = ::isatty(STDERR_FILENO) == 1;
             const auto r = server::run_load_test(lo, [&](int done, int total) {
                 if (tty) std::fprintf(stderr, "\r%d clients: %d/%d requests", c, done, total);

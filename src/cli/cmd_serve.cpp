@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -197,23 +198,29 @@ void add_serve_command(CLI::App& app) {
             served.engine = e;
             return served;
         });
-        const std::string url = concat("http://", s.host, ":", api.port());
-        log_info(concat("minfer: listening on ", url, ", loading ", o->model));
-        api.on_ready([&] {
-            log_info(concat("minfer: serving '", s.alias, "' on ", url, " (", s.n_parallel,
-                            " parallel sequences; chat page at ", url, "/)"));
-        });
-        std::thread signal_waiter([&api, signals] {
+        // SIGTERM or Ctrl-C: a graceful shutdown; a second one exits at once. When run() ends
+        // (or throws), the waiter is woken with `done` set and leaves without touching `api`.
+        std::atomic<bool> done{false};
+        std::thread signal_waiter([&api, &done, signals] {
             int sig = 0;
             sigwait(&signals, &sig);
+            if (done) return;
             log_info(concat("minfer: ", sig == SIGTERM ? "SIGTERM" : "SIGINT",
                             ": finishing running requests, then exiting"));
             api.shutdown();
-            // A second signal while finishing: exit at once.
             sigwait(&signals, &sig);
+            if (done) return;
             std::_Exit(sig == SIGINT ? 130 : 143);
         });
-        signal_waiter.detach();
+        struct StopWaiter {
+            std::atomic<bool>& done;
+            std::thread& waiter;
+            ~StopWaiter() {
+                done = true;
+                pthread_kill(waiter.native_handle(), SIGTERM);
+                waiter.join();
+            }
+        } stop_waiter{done, signal_waiter};
         api.run();
         log_info("minfer: server stopped");
     });

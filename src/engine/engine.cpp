@@ -53,7 +53,7 @@ struct Engine::Sequence {
     std::optional<Sampler> sampler;
     std::optional<StreamingDecoder> decoder;
     std::optional<StopStringFilter> filter;
-    bool sampled_any = false;   // in decoding: tokens.back() is a sampled token
+    bool sampled_any = false;  // in decoding: tokens.back() is a sampled token
     bool cancel_requested = false;
     bool finished = false;
     int64_t next_logits_pos = 0;  // on_logits: rows of positions below were reported
@@ -93,12 +93,13 @@ Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokeniz
     const int64_t n_blocks = (kv_tokens + kKvBlockSize - 1) / kKvBlockSize;
     const KvCacheSpec spec = model_->kv_cache_spec(options.kv_type, n_blocks);
     // Refused before anything is allocated, with the sizes, rather than std::bad_alloc later.
-    require_memory(spec.bytes(),
-                   concat("a KV cache of ", kv_tokens, " tokens (", type_name(options.kv_type), ")"),
-                   "; lower --ctx or use --cache-type q8_0");
+    require_memory(
+        spec.bytes(),
+        concat("a KV cache of ", kv_tokens, " tokens (", type_name(options.kv_type), ")"),
+        "; lower --ctx or use --cache-type q8_0");
     kv_ = PagedKvCache(static_cast<int32_t>(n_blocks), kKvBlockSize);
-    pool_ = shared_thread_pool(clamp_thread_count(options.n_threads, "n_threads"),
-                               options.pin_threads);
+    pool_ =
+        shared_thread_pool(clamp_thread_count(options.n_threads, "n_threads"), options.pin_threads);
     BackendOptions b;
     b.n_vocab = hp.n_vocab;
     b.kv = spec;
@@ -129,7 +130,8 @@ const Engine::Sequence& Engine::at(SeqId id) const {
 
 SeqId Engine::submit(SequenceParams params) {
     const int64_t n_vocab = model_->hparams().n_vocab;
-    if (params.prompt.empty()) throw UsageError("the prompt is empty: there is nothing to continue");
+    if (params.prompt.empty())
+        throw UsageError("the prompt is empty: there is nothing to continue");
     for (const int32_t id : params.prompt) {
         if (id < 0 || id >= n_vocab)
             throw UsageError(
@@ -198,6 +200,10 @@ const SequenceResult& Engine::result(SeqId id) const {
     return at(id).result;
 }
 
+bool Engine::finished(SeqId id) const {
+    return at(id).finished;
+}
+
 std::span<const int32_t> Engine::cached_tokens(SeqId id) const {
     const Sequence& s = at(id);
     if (s.kv_seq == 0 || !kv_.contains(s.kv_seq)) return {};
@@ -233,7 +239,8 @@ void Engine::finish(Sequence& s, StopReason reason, std::vector<SequenceEvent>& 
 
 // The next token of `s` from its last row's logits: the checks in the order generation has always
 // made them (end of generation, stop string, the context, the token limit).
-void Engine::sample(Sequence& s, std::span<const float> logits, std::vector<SequenceEvent>& events) {
+void Engine::sample(Sequence& s, std::span<const float> logits,
+                    std::vector<SequenceEvent>& events) {
     const auto now = Clock::now();
     if (!s.sampled_any) {
         s.sampled_any = true;
@@ -245,7 +252,8 @@ void Engine::sample(Sequence& s, std::span<const float> logits, std::vector<Sequ
         return finish(s, StopReason::MaxTokens, events);
     const int32_t token = s.sampler->sample(logits);
     ++s.result.stats.n_generated;
-    if (!p.ignore_eog && tokenizer_->is_eog(token)) return finish(s, StopReason::EndOfGeneration, events);
+    if (!p.ignore_eog && tokenizer_->is_eog(token))
+        return finish(s, StopReason::EndOfGeneration, events);
     s.sampler->accept(token);
     s.result.tokens.push_back(token);
     SequenceEvent e;
@@ -255,7 +263,8 @@ void Engine::sample(Sequence& s, std::span<const float> logits, std::vector<Sequ
     s.result.text += e.text;
     events.push_back(std::move(e));
     if (s.filter->matched()) return finish(s, StopReason::StopString, events);
-    if (static_cast<int64_t>(s.tokens.size()) >= n_ctx_) return finish(s, StopReason::ContextFull, events);
+    if (static_cast<int64_t>(s.tokens.size()) >= n_ctx_)
+        return finish(s, StopReason::ContextFull, events);
     if (p.n_predict >= 0 && static_cast<int64_t>(s.result.tokens.size()) >= p.n_predict)
         return finish(s, StopReason::MaxTokens, events);
     s.tokens.push_back(token);  // evaluated by the next step
@@ -394,8 +403,9 @@ std::vector<SequenceEvent> Engine::step() {
         std::span<const float> last_row;
         for (int64_t i = 0; i < e.count; ++i) {
             const int64_t pos = e.first_pos + i;
-            const bool is_output = s.params.all_logits ||
-                                   (pos + 1 == static_cast<int64_t>(s.tokens.size()) && s.params.generate);
+            const bool is_output =
+                s.params.all_logits ||
+                (pos + 1 == static_cast<int64_t>(s.tokens.size()) && s.params.generate);
             if (!is_output) continue;
             last_row = logits.subspan(output * n_vocab, n_vocab);
             ++output;

@@ -138,6 +138,7 @@ class Engine {
     bool busy() const;
 
     const SequenceResult& result(SeqId id) const;
+    bool finished(SeqId id) const;
     // The tokens whose K/V the sequence holds (prompt and generated), position by position.
     std::span<const int32_t> cached_tokens(SeqId id) const;
 

@@ -42,13 +42,16 @@ std::string SamplingParams::to_string() const {
 Sampler::Sampler(const SamplingParams& params, int32_t n_vocab)
     : params_(params), n_vocab_(n_vocab), rng_(params.seed) {
     params_.validate();
+    int64_t banned = 0;
     for (const auto& [id, bias] : params_.logit_bias) {
         if (id < 0 || id >= n_vocab) {
             throw UsageError(concat("logit bias for token ", id,
                                     ": out of range (the vocabulary has ", n_vocab, " tokens)"));
         }
-        (void)bias;
+        if (std::isinf(bias) && bias < 0) ++banned;
     }
+    // Refused here rather than when sampling, in the middle of a batch of other sequences.
+    if (banned >= n_vocab) throw UsageError("every token is banned by the logit bias");
 }
 
 void Sampler::reset() {

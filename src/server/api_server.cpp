@@ -1,6 +1,8 @@
 #include "server/api_server.h"
 
+#include <cmath>
 #include <ctime>
+#include <future>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -88,7 +90,10 @@ struct ApiServer::State {
     std::shared_ptr<GenerationService> service;
     std::exception_ptr load_error;
 
-    std::thread loader, stopper;
+    std::thread loader;   // started by the constructor, joined by the destructor
+    std::thread stopper;  // guarded by mutex: started by shutdown(), joined by run()
+    std::promise<void> loaded;
+    std::shared_future<void> load_done = loaded.get_future().share();
     std::unique_ptr<WorkQueue> work = std::make_unique<WorkQueue>(2);
 
     struct Ready {
@@ -119,14 +124,23 @@ ApiServer::ApiServer(ServerOptions options, std::function<ServedModel()> load)
             if (status == 503) r.headers.emplace_back("Retry-After", "1");
             return r;
         });
+    log_info(concat("minfer: listening on ", url(), ", loading the model"));
+    start_loading();
+}
+
+std::string ApiServer::url() const {
+    return concat("http://", options_.host, ":", port());
 }
 
 ApiServer::~ApiServer() {
-    if (state_->loader.joinable() || state_->stopper.joinable()) {
-        shutdown();
-        if (state_->stopper.joinable()) state_->stopper.join();
-        if (state_->loader.joinable()) state_->loader.join();
+    shutdown();
+    std::thread stopper;
+    {
+        std::lock_guard lock(state_->mutex);
+        stopper = std::move(state_->stopper);
     }
+    if (stopper.joinable()) stopper.join();
+    if (state_->loader.joinable()) state_->loader.join();
     state_->work.reset();  // its tasks may still reply
 }
 
@@ -134,7 +148,7 @@ int ApiServer::port() const {
     return state_->http->port();
 }
 
-void ApiServer::run() {
+void ApiServer::start_loading() {
     state_->loader = std::thread([this] {
         try {
             auto model = std::make_shared<ServedModel>(load_());
@@ -149,7 +163,9 @@ void ApiServer::run() {
                 state_->model = std::move(model);
                 state_->service = std::move(service);
             }
-            if (on_ready_) on_ready_();
+            log_info(concat("minfer: serving '", options_.alias, "' on ", url(), " (",
+                            options_.n_parallel, " parallel sequences; chat page at ", url(),
+                            "/)"));
         } catch (...) {
             {
                 std::lock_guard lock(state_->mutex);
@@ -157,11 +173,19 @@ void ApiServer::run() {
             }
             state_->http->stop();
         }
+        state_->loaded.set_value();
     });
+}
+
+void ApiServer::run() {
     state_->http->run();
-    if (state_->stopper.joinable()) state_->stopper.join();
-    if (state_->loader.joinable()) state_->loader.join();
-    state_->work.reset();
+    state_->load_done.wait();
+    std::thread stopper;
+    {
+        std::lock_guard lock(state_->mutex);
+        stopper = std::move(state_->stopper);
+    }
+    if (stopper.joinable()) stopper.join();
     std::lock_guard lock(state_->mutex);
     if (state_->load_error) std::rethrow_exception(state_->load_error);
 }
@@ -170,8 +194,9 @@ void ApiServer::shutdown() {
     if (state_->shutdown_started.exchange(true)) return;
     state_->shutting_down = true;
     state_->http->stop_accepting();
+    std::lock_guard lock(state_->mutex);
     state_->stopper = std::thread([this] {
-        if (state_->loader.joinable()) state_->loader.join();
+        state_->load_done.wait();  // (a model still loading is waited for)
         if (const auto service = state_->ready().service)
             service->shutdown(options_.shutdown_timeout);
         // The last chunks are queued on the server's thread: let them go out before it stops.
@@ -293,7 +318,7 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
                   {"created", state_->started_at},
                   {"owned_by", "minfer"}};
         if (ready.service) {
-            m["meta"] = {{"n_ctx_per_sequence", ready.service->engine().n_ctx()},
+            m["meta"] = {{"n_ctx_per_sequence", ready.service->n_ctx()},
                          {"n_parallel", options_.n_parallel},
                          {"n_vocab", ready.model->loaded.model->hparams().n_vocab},
                          {"n_params", ready.model->loaded.model->n_params()}};
@@ -401,7 +426,7 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
         }
         if (gen.model.empty()) gen.model = options_.alias;
         if (gen.max_tokens < 0) gen.max_tokens = options_.default_max_tokens;
-        const int64_t n_ctx = service->engine().n_ctx();
+        const int64_t n_ctx = service->n_ctx();
         if (prompt.empty()) throw ApiError(400, "the prompt is empty", "prompt");
         if (static_cast<int64_t>(prompt.size()) > n_ctx) {
             throw ApiError(400,
@@ -410,11 +435,16 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
                            endpoint == Endpoint::Chat ? "messages" : "prompt",
                            "context_length_exceeded");
         }
+        int64_t banned = 0;
         for (const auto& [id, bias] : gen.sampling.logit_bias) {
             if (id >= m.tokenizer->n_vocab())
                 throw ApiError(400, concat("logit_bias: token ", id, " is out of range"),
                                "logit_bias");
+            if (std::isinf(bias) && bias < 0) ++banned;
         }
+        if (banned >= m.tokenizer->n_vocab())
+            throw ApiError(400, "logit_bias bans every token: there is nothing to generate",
+                           "logit_bias");
         if (!gen.seed_given && !options_.seed_fixed)
             gen.sampling.seed = std::random_device{}() * 0x9E3779B97F4A7C15ull;
 

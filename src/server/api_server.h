@@ -50,25 +50,25 @@ struct ServedModel {
 
 class ApiServer {
   public:
-    // Binds the socket (IoError if it cannot). `load` runs on a thread of its own when run()
-    // starts.
+    // Binds the socket (IoError if it cannot) and starts `load` on a thread of its own. Says
+    // where it listens, and when it serves, through the log sink.
     ApiServer(ServerOptions options, std::function<ServedModel()> load);
     ~ApiServer();
     ApiServer(const ApiServer&) = delete;
     ApiServer& operator=(const ApiServer&) = delete;
 
     int port() const;
+    std::string url() const;  // http://HOST:PORT
     // Serves until shutdown() has finished; rethrows what the loader threw.
     void run();
     // Thread-safe, once: stops accepting connections, lets running requests finish for up to
     // shutdown_timeout, ends the rest (a last chunk for streams, 503 otherwise), then makes run()
     // return.
     void shutdown();
-    // Called (on the loader's thread) once the model is ready.
-    void on_ready(std::function<void()> f) { on_ready_ = std::move(f); }
 
   private:
     struct State;
+    void start_loading();
     void handle(HttpRequest request, std::shared_ptr<Reply> reply);
     void handle_generation(Endpoint endpoint, HttpRequest request, std::shared_ptr<Reply> reply);
     void respond(const HttpRequest& request, const std::shared_ptr<Reply>& reply,
@@ -82,7 +82,6 @@ class ApiServer {
 
     ServerOptions options_;
     std::function<ServedModel()> load_;
-    std::function<void()> on_ready_;
     std::unique_ptr<State> state_;
 };
 

@@ -117,7 +117,9 @@ void GenerationService::shutdown(std::chrono::milliseconds grace) {
     if (!all_ended_.wait_for(lock, grace, [&] { return jobs_alive_ == 0; })) {
         cancel_all_ = true;
         wake_.notify_one();
-        all_ended_.wait(lock, [&] { return jobs_alive_ == 0; });
+        // Cancelled sequences end at the next step; never wait forever on a bug.
+        if (!all_ended_.wait_for(lock, std::chrono::seconds(30), [&] { return jobs_alive_ == 0; }))
+            log_warning(concat("server: ", jobs_alive_.load(), " requests did not end; stopping"));
     }
     stop_ = true;
     wake_.notify_one();
@@ -242,10 +244,16 @@ void GenerationService::start_choice(Job& job, int choice) {
     } catch (const Error& e) {
         // The front end checked the prompt against the context and the vocabulary already.
         log_warning(concat("server: a sequence could not start: ", e.what()));
-        job.ended[c] = true;
-        ++job.n_ended;
-        --running_sequences_;
-        job.listener->on_choice_end(choice, StopReason::Cancelled, SequenceStats{});
+        // The first choice failing means the others never start.
+        for (std::size_t k = choice == 0 ? 0 : c; k < (choice == 0 ? job.ended.size() : c + 1);
+             ++k) {
+            if (job.ended[k]) continue;
+            job.ended[k] = true;
+            ++job.n_ended;
+            --running_sequences_;
+            job.listener->on_choice_end(static_cast<int>(k), StopReason::Cancelled,
+                                        SequenceStats{});
+        }
         end_job_if_done(job.id);
     }
 }
@@ -291,6 +299,32 @@ void GenerationService::dispatch(const std::vector<SequenceEvent>& events) {
     }
 }
 
+// A step threw after the engine may have finished some sequences (their events were lost with
+// the exception): those end now as they finished; every other running job is cancelled.
+void GenerationService::recover_from_failed_step() {
+    std::vector<SequenceEvent> ended;
+    std::vector<JobId> others;
+    for (const auto& [id, job] : running_) {
+        bool cancel = false;
+        for (const auto& seq : job->sequences) {
+            if (!seq || !by_sequence_.count(*seq)) continue;
+            if (engine_->finished(*seq)) {
+                SequenceEvent e;
+                e.id = *seq;
+                e.finished = true;
+                e.stop = engine_->result(*seq).stop;
+                ended.push_back(e);
+            } else {
+                cancel = true;
+            }
+        }
+        if (cancel) others.push_back(id);
+    }
+    dispatch(ended);
+    std::lock_guard lock(mutex_);
+    cancels_.insert(cancels_.end(), others.begin(), others.end());
+}
+
 void GenerationService::end_job_if_done(JobId id) {
     const auto it = running_.find(id);
     if (it == running_.end()) return;
@@ -306,6 +340,7 @@ void GenerationService::loop(const std::function<std::unique_ptr<Engine>()>& mak
                              std::promise<void>& made) {
     try {
         engine_ = make_engine();
+        n_ctx_ = engine_->n_ctx();
         publish_counters();
     } catch (...) {
         made.set_exception(std::current_exception());
@@ -321,9 +356,9 @@ void GenerationService::loop(const std::function<std::unique_ptr<Engine>()>& mak
                 events = engine_->step();
             } catch (const std::exception& e) {
                 // A bug: every job ends rather than the server hanging.
-                log_warning(concat("server: a forward pass failed: ", e.what()));
-                std::lock_guard lock(mutex_);
-                cancel_all_ = true;
+                log_warning(concat("server: a step failed: ", e.what()));
+                recover_from_failed_step();
+                continue;
             }
             dispatch(events);
             publish_counters();

@@ -93,7 +93,8 @@ class GenerationService {
     void shutdown(std::chrono::milliseconds grace);
 
     ServiceCounters counters() const;
-    const Engine& engine() const { return *engine_; }
+    // The context of one sequence (fixed once the engine is made; read from any thread).
+    int64_t n_ctx() const { return n_ctx_; }
 
   private:
     struct Job;
@@ -106,8 +107,10 @@ class GenerationService {
     void end_job_if_done(JobId id);
     void job_gone(bool was_queued);  // a job ended: counts, and wakes shutdown()
     void publish_counters();
+    void recover_from_failed_step();
 
     std::unique_ptr<Engine> engine_;  // made and destroyed on thread_
+    int64_t n_ctx_ = 0;
     ServiceOptions options_;
 
     mutable std::mutex mutex_;  // guards the members up to `thread_`

@@ -134,15 +134,19 @@ class Session : public std::enable_shared_from_this<Session> {
         if (closed_ || started_) return;
         started_ = ending_ = true;
         const std::size_t n = r.body.size();
-        enqueue(head_of(r, keep_alive_, n) + std::move(r.body));
+        // The answer to HEAD has the headers of the body it does not carry.
+        enqueue(head_request_ ? head_of(r, keep_alive_, n)
+                              : head_of(r, keep_alive_, n) + std::move(r.body));
     }
     void start_stream(HttpResponse head) {
         if (closed_ || started_) return;
         started_ = true;
+        if (head_request_) keep_alive_ = false;  // (a stream to HEAD: its head, then the end)
         enqueue(head_of(head, keep_alive_, std::nullopt));
     }
     void write_chunk(std::string data) {
-        if (closed_ || !started_ || ending_ || data.empty()) return;  // (empty: the last chunk)
+        if (closed_ || !started_ || ending_ || data.empty() || head_request_)
+            return;  // (empty: the last chunk)
         std::string chunk = concat(std::hex, data.size(), "\r\n");
         chunk += data;
         chunk += "\r\n";
@@ -151,14 +155,15 @@ class Session : public std::enable_shared_from_this<Session> {
     void end_stream() {
         if (closed_ || !started_ || ending_) return;
         ending_ = true;
-        enqueue("0\r\n\r\n");
+        enqueue(head_request_ ? "" : "0\r\n\r\n");
     }
     void close() {
+        const auto held = std::move(hold_);
         if (closed_) return;
         closed_ = true;
         error_code ec;
-        deadline_.cancel();
-        write_deadline_.cancel();
+        disarm(deadline_);
+        disarm(write_deadline_);
         socket_.shutdown(tcp::socket::shutdown_both, ec);
         socket_.close(ec);
         if (reply_ && !response_done_) reply_->mark_gone();
@@ -166,11 +171,24 @@ class Session : public std::enable_shared_from_this<Session> {
     std::shared_ptr<ReplyImpl> current_reply() const { return reply_; }
 
   private:
-    void arm(net::steady_timer& timer, std::chrono::milliseconds d) {
-        timer.expires_after(d);
-        timer.async_wait([self = shared_from_this()](error_code ec) {
-            if (ec != net::error::operation_aborted) self->close();
+    // A timer whose expiry closes the connection. Each arm or disarm starts a new generation:
+    // a wait that completed just before being cancelled (its handler already queued) sees an
+    // old generation and does nothing.
+    struct Deadline {
+        explicit Deadline(const net::any_io_executor& ex) : timer(ex) {}
+        net::steady_timer timer;
+        uint64_t generation = 0;
+    };
+    void arm(Deadline& d, std::chrono::milliseconds after) {
+        const uint64_t g = ++d.generation;
+        d.timer.expires_after(after);
+        d.timer.async_wait([self = shared_from_this(), &d, g](error_code ec) {
+            if (!ec && d.generation == g) self->close();
         });
+    }
+    static void disarm(Deadline& d) {
+        ++d.generation;
+        d.timer.cancel();
     }
 
     void wait_for_request() {
@@ -251,17 +269,18 @@ class Session : public std::enable_shared_from_this<Session> {
     }
 
     void respond_error(int status, std::string message) {
-        deadline_.cancel();
+        disarm(deadline_);
         HttpResponse r = server_.error_response(status, std::move(message));
         started_ = ending_ = response_done_ = false;
         send(std::move(r));
     }
 
     void dispatch() {
-        deadline_.cancel();
+        disarm(deadline_);
         auto& msg = parser_->get();
         HttpRequest request;
         request.method = std::string(sv(msg.method_string()));
+        head_request_ = msg.method() == http::verb::head;
         request.target = std::string(sv(msg.target()));
         request.path = request.target.substr(0, request.target.find('?'));
         for (const auto& field : msg)
@@ -272,8 +291,12 @@ class Session : public std::enable_shared_from_this<Session> {
         parser_.reset();
         started_ = ending_ = response_done_ = false;
         reply_ = std::make_shared<ReplyImpl>(weak_from_this(), server_.ioc);
-        // Meanwhile, a pending read notices the client leaving (or holds a pipelined request).
-        if (buffer_.size() == 0) {
+        // Meanwhile, a pending read notices the client leaving (and keeps the session alive).
+        // With a pipelined request already read there is nothing to watch: the session keeps
+        // itself alive until this reply is written.
+        if (buffer_.size() > 0) {
+            hold_ = shared_from_this();
+        } else {
             watch_read([self = shared_from_this()] {
                 if (!self->response_done_) return;  // a pipelined request: after this one
                 if (self->keep_alive_) return self->read_header();
@@ -299,7 +322,7 @@ class Session : public std::enable_shared_from_this<Session> {
         net::async_write(socket_, net::buffer(queue_.front()),
                          [self = shared_from_this()](error_code ec, std::size_t) {
                              self->writing_ = false;
-                             self->write_deadline_.cancel();
+                             disarm(self->write_deadline_);
                              if (ec) return self->close();
                              self->queue_.pop_front();
                              self->do_write();
@@ -307,6 +330,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
 
     void finish_response() {
+        const auto held = std::move(hold_);  // (released when this returns)
         if (response_done_) return;
         response_done_ = true;
         started_ = ending_ = false;
@@ -342,13 +366,14 @@ class Session : public std::enable_shared_from_this<Session> {
     }
 
     tcp::socket socket_;
-    net::steady_timer deadline_;        // header, body or idle deadline
-    net::steady_timer write_deadline_;  // the write in progress
+    Deadline deadline_;        // header, body or idle deadline
+    Deadline write_deadline_;  // the write in progress
     HttpServer::Impl& server_;
     std::string remote_;
     boost::beast::flat_buffer buffer_;
     std::optional<http::request_parser<http::string_body>> parser_;
     std::shared_ptr<ReplyImpl> reply_;
+    std::shared_ptr<Session> hold_;  // self, while a pipelined request's reply is computed
     std::deque<std::string> queue_;
     bool reading_ = false;
     bool writing_ = false;
@@ -357,7 +382,8 @@ class Session : public std::enable_shared_from_this<Session> {
     bool ending_ = false;        // its last byte is queued
     bool response_done_ = true;  // written in full (or none is due)
     bool closed_ = false;
-    std::size_t lingered_ = 0;  // bytes dropped after a refusal
+    bool head_request_ = false;  // the current request is HEAD: no body in the answer
+    std::size_t lingered_ = 0;   // bytes dropped after a refusal
 };
 
 template <class F>
@@ -389,7 +415,14 @@ void ReplyImpl::on_client_gone(std::function<void()> callback) {
 void HttpServer::Impl::accept() {
     acceptor.async_accept([this](error_code ec, tcp::socket socket) {
         if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-        if (!ec) {
+        if (ec) {
+            // Out of file descriptors (or buffers): the connection waits in the backlog, and
+            // accepting again at once would fail again at once. Try again in a moment.
+            auto timer = std::make_shared<net::steady_timer>(ioc, std::chrono::milliseconds(100));
+            timer->async_wait([this, timer](error_code) { accept(); });
+            return;
+        }
+        {
             auto session = std::make_shared<Session>(std::move(socket), *this);
             std::erase_if(sessions, [](const auto& w) { return w.expired(); });
             sessions.push_back(session);

@@ -1,5 +1,6 @@
 #include "server/load_generator.h"
 
+#include <sys/socket.h>
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/connect.hpp>
@@ -98,8 +99,21 @@ int tokens_in(const nlohmann::json& choice) {
     return 0;
 }
 
+// The socket of a request in flight, for the watchdog: synchronous reads have no deadline of
+// their own, so a server that stalls has the socket shut under it.
+struct InFlight {
+    std::atomic<int> fd{-1};
+    std::atomic<int64_t> started_ms{0};
+};
+
+int64_t now_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+        .count();
+}
+
 // One streamed chat completion on a fresh connection.
-RequestTiming one_request(const Endpoint& ep, const LoadTestOptions& o, const std::string& prompt) {
+RequestTiming one_request(const Endpoint& ep, const LoadTestOptions& o, const std::string& prompt,
+                          InFlight& in_flight) {
     RequestTiming t;
     try {
         net::io_context ioc;
@@ -108,6 +122,12 @@ RequestTiming one_request(const Endpoint& ep, const LoadTestOptions& o, const st
         stream.expires_after(std::chrono::minutes(30));
         const auto start = Clock::now();
         stream.connect(resolver.resolve(ep.host, ep.port));
+        in_flight.started_ms = now_ms();
+        in_flight.fd = stream.socket().native_handle();
+        struct Clear {
+            InFlight& f;
+            ~Clear() { f.fd = -1; }
+        } clear{in_flight};
         nlohmann::json body = {{"model", o.model},
                                {"messages", {{{"role", "user"}, {"content", prompt}}}},
                                {"max_tokens", o.gen_tokens},
@@ -210,7 +230,8 @@ LoadTestResult run_load_test(const LoadTestOptions& o,
     LoadTestOptions probe = o;
     probe.gen_tokens = 1;
     std::mt19937_64 rng(o.seed);
-    const RequestTiming calibration = one_request(ep, probe, random_prompt(0, rng));
+    InFlight unwatched;
+    const RequestTiming calibration = one_request(ep, probe, random_prompt(0, rng), unwatched);
     if (!calibration.ok) throw IoError(concat("bench-serve: ", o.url, ": ", calibration.error));
     const int words =
         std::max<int>(0, o.prompt_tokens - static_cast<int>(calibration.prompt_tokens));
@@ -223,11 +244,27 @@ LoadTestResult run_load_test(const LoadTestOptions& o,
     std::mutex progress_mutex;
     const auto start = Clock::now();
     std::vector<std::thread> clients;
-    for (int c = 0; c < std::min(o.concurrency, o.requests); ++c) {
-        clients.emplace_back([&] {
+    const int n_clients = std::min(o.concurrency, o.requests);
+    std::vector<InFlight> in_flight(static_cast<std::size_t>(n_clients));
+    std::atomic<bool> finished{false};
+    // A request that takes longer than the timeout has its socket shut: it fails instead of
+    // hanging the test.
+    std::thread watchdog([&] {
+        while (!finished) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            for (auto& f : in_flight) {
+                const int fd = f.fd.load();
+                if (fd >= 0 && now_ms() - f.started_ms.load() > o.timeout_seconds * 1000)
+                    ::shutdown(fd, SHUT_RDWR);
+            }
+        }
+    });
+    for (int c = 0; c < n_clients; ++c) {
+        clients.emplace_back([&, c] {
             for (int i = next++; i < o.requests; i = next++) {
                 timings[static_cast<std::size_t>(i)] =
-                    one_request(ep, o, prompts[static_cast<std::size_t>(i)]);
+                    one_request(ep, o, prompts[static_cast<std::size_t>(i)],
+                                in_flight[static_cast<std::size_t>(c)]);
                 const int d = ++done;
                 if (progress) {
                     std::lock_guard lock(progress_mutex);
@@ -237,6 +274,8 @@ LoadTestResult run_load_test(const LoadTestOptions& o,
         });
     }
     for (auto& t : clients) t.join();
+    finished = true;
+    watchdog.join();
     LoadTestResult r;
     r.concurrency = o.concurrency;
     r.requests = o.requests;

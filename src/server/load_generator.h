@@ -23,6 +23,7 @@ struct LoadTestOptions {
     int requests = 8;
     int prompt_tokens = 128;  // approximate: words of one token each in common vocabularies
     int gen_tokens = 128;
+    int timeout_seconds = 600;  // a request taking longer fails
     uint64_t seed = 1;
 };
 

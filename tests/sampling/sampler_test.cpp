@@ -212,6 +212,12 @@ TEST(Sampler, RejectsBadParameters) {
     p = {};
     p.top_k = -1;
     EXPECT_THROW(Sampler(p, 10), UsageError);
+    // Every token banned: refused up front, not when sampling.
+    p = {};
+    for (int32_t id = 0; id < 3; ++id) p.logit_bias[id] = -INFINITY;
+    EXPECT_THROW(Sampler(p, 3), UsageError);
+    p.logit_bias.erase(2);
+    EXPECT_NO_THROW(Sampler(p, 3));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 
+#include "backend/backend.h"
 #include "common/engine_helpers.h"
 #include "common/fixtures.h"
 
@@ -222,6 +223,67 @@ TEST(GenerationService, ChoicesForkAfterThePromptAndShareItsBlocks) {
         EXPECT_GE(lp.top[0].second, lp.top[1].second);
         EXPECT_LE(lp.logprob, 0.0f);
     }
+}
+
+// A CPU backend whose execute() throws once, at the n-th call.
+class FailingOnce final : public Backend {
+  public:
+    FailingOnce(std::unique_ptr<Backend> inner, int fail_at)
+        : inner_(std::move(inner)), fail_at_(fail_at) {}
+    std::string_view name() const override { return "failing-once"; }
+    void execute(const Graph& g) override {
+        if (++calls_ == fail_at_) throw std::runtime_error("injected failure");
+        inner_->execute(g);
+    }
+    std::span<const float> logits() const override { return inner_->logits(); }
+    void copy_kv_block(int32_t from, int32_t to, int64_t n) override {
+        inner_->copy_kv_block(from, to, n);
+    }
+    std::size_t kv_cache_bytes() const override { return inner_->kv_cache_bytes(); }
+    std::size_t scratch_bytes() const override { return inner_->scratch_bytes(); }
+
+  private:
+    std::unique_ptr<Backend> inner_;
+    int fail_at_;
+    int calls_ = 0;
+};
+
+// A step that throws (a bug) ends the running jobs instead of hanging them, and the service goes
+// on serving.
+TEST(GenerationService, AFailedStepEndsTheRunningJobsAndServingGoesOn) {
+    MINFER_REQUIRE_FIXTURE(model, kModel);
+    GenerationService service(
+        [&] {
+            EngineOptions o;
+            o.n_threads = 2;
+            o.n_ctx = 256;
+            o.kv_tokens = 1024;
+            o.make_backend = [](const BackendOptions& b,
+                                ThreadPool& pool) -> std::unique_ptr<Backend> {
+                return std::make_unique<FailingOnce>(make_cpu_backend(b, pool), 6);
+            };
+            return test::make_engine(model, o).engine;
+        },
+        {4, 8});
+    // One job ends by its token limit in the failing step's batch, the other runs on.
+    auto short_job = std::make_shared<Recorder>();
+    auto long_job = std::make_shared<Recorder>();
+    ASSERT_TRUE(
+        std::holds_alternative<JobId>(service.submit(greedy(random_prompt(8, 1), 4), short_job)));
+    ASSERT_TRUE(
+        std::holds_alternative<JobId>(service.submit(greedy(random_prompt(8, 2), 200), long_job)));
+    ASSERT_TRUE(short_job->wait(std::chrono::seconds(10)));
+    ASSERT_TRUE(long_job->wait(std::chrono::seconds(10)));
+    EXPECT_EQ(long_job->stop(), StopReason::Cancelled);
+    auto after = std::make_shared<Recorder>();
+    ASSERT_TRUE(
+        std::holds_alternative<JobId>(service.submit(greedy(random_prompt(8, 3), 3), after)));
+    ASSERT_TRUE(after->wait(std::chrono::seconds(10)));
+    EXPECT_EQ(after->stop(), StopReason::MaxTokens);
+    // (The counters are published after each step.)
+    for (int i = 0; i < 1000 && service.counters().running_sequences != 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(service.counters().running_sequences, 0);
 }
 
 TEST(GenerationService, ShutdownEndsRunningJobsAfterTheGraceAndRefusesNewOnes) {

@@ -146,6 +146,16 @@ test("every field with the wrong type is a 400 naming it", async (t) => {
   assert.equal(completion.status, 400);
 });
 
+test("HEAD gets headers without a body, and the kept-alive connection goes on", async (t) => {
+  if (!server) return t.skip();
+  const r = await raw(["HEAD /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"]);
+  const answers = r.text.split(/(?=HTTP\/1\.1 )/);
+  assert.equal(answers.length, 2, r.text);
+  assert.match(answers[0], /^HTTP\/1\.1 405 /);
+  assert.ok(answers[0].endsWith("\r\n\r\n"), "no body after HEAD's headers");
+  assert.match(answers[1], /^HTTP\/1\.1 200 [\s\S]*"status":"ok"/);
+});
+
 test("connections beyond --max-connections get 503", async (t) => {
   if (!server) return t.skip();
   const sockets = [];
