@@ -37,14 +37,19 @@ CompletionJob::CompletionJob(CompletionSetup setup) : s_(std::move(setup)) {
         choices_.emplace_back(ReasoningSplitter(s_.reasoning, s_.starts_in_reasoning));
 }
 
-CompletionJob::Json CompletionJob::chunk_head() const {
+CompletionJob::Json CompletionJob::head(bool chunk) const {
+    const bool chat = s_.endpoint == Endpoint::Chat;
     Json j;
     j["id"] = s_.id;
-    j["object"] = s_.endpoint == Endpoint::Chat ? "chat.completion.chunk" : "text_completion";
+    j["object"] = chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
     j["created"] = s_.created;
     j["model"] = s_.model;
     j["system_fingerprint"] = concat("minfer-", MINFER_VERSION);
     return j;
+}
+
+CompletionJob::Json CompletionJob::chunk_head() const {
+    return head(/*chunk=*/true);
 }
 
 std::string CompletionJob::piece(int32_t token) const {
@@ -192,12 +197,7 @@ CompletionJob::Json CompletionJob::usage() const {
 }
 
 CompletionJob::Json CompletionJob::final_response() const {
-    Json r;
-    r["id"] = s_.id;
-    r["object"] = s_.endpoint == Endpoint::Chat ? "chat.completion" : "text_completion";
-    r["created"] = s_.created;
-    r["model"] = s_.model;
-    r["system_fingerprint"] = concat("minfer-", MINFER_VERSION);
+    Json r = head(/*chunk=*/false);
     Json choices = Json::array();
     for (std::size_t i = 0; i < choices_.size(); ++i) {
         const Choice& c = choices_[i];

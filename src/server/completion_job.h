@@ -72,6 +72,7 @@ class CompletionJob final : public JobListener {
     // Streaming: the response head and, for chat, each choice's first delta (the role); sent at
     // the first event, so that every write comes from the engine thread in order.
     void begin();
+    Json head(bool chunk) const;  // id, object, created, model, system_fingerprint
     Json chunk_head() const;
     Json token_logprobs_entry(const TokenLogprobs& lp) const;
     void send_delta(int choice, const SplitText& text, const Json* logprobs);
