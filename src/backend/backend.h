@@ -47,6 +47,11 @@ class Backend {
     virtual std::size_t scratch_bytes() const = 0;
 };
 
+// What every backend checks before executing a graph: Graph::validate against the cache's
+// slots, then that the graph's KV block size, logits width and cache layers match `options`.
+// Throws UsageError naming what differs.
+void validate_graph_for(const Graph& graph, const BackendOptions& options);
+
 // Runs on `pool` (shared; see core/thread_pool.h), which must outlive the backend.
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options, ThreadPool& pool);
 

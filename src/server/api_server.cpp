@@ -331,59 +331,36 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
     // The rest parses JSON, renders templates and tokenizes: off the server's thread.
     const Endpoint endpoint =
         path.find("chat/") != std::string_view::npos ? Endpoint::Chat : Endpoint::Text;
-    state_->work->post([this, endpoint, request = std::move(request),
-                        reply = std::move(reply)]() mutable {
-        const std::string p = request.path;
-        if (p == "/tokenize" || p == "/detokenize") {
-            const auto model = state_->ready().model;
-            try {
-                const Json body = parse_json_object(request.body);
-                const Tokenizer& tok = *model->loaded.tokenizer;
-                if (p == "/tokenize") {
-                    const auto content = body.find("content");
-                    if (content == body.end() || !content->is_string())
-                        throw ApiError(400, "'content' must be a string", "content");
-                    const auto flag = [&](const char* name, bool fallback) {
-                        const auto it = body.find(name);
-                        if (it == body.end() || it->is_null()) return fallback;
-                        if (!it->is_boolean())
-                            throw ApiError(400, concat("'", name, "' must be a boolean"), name);
-                        return it->get<bool>();
-                    };
-                    const auto ids =
-                        tok.tokenize(content->get<std::string>(), flag("add_special", false),
-                                     flag("parse_special", true));
-                    Json tokens = Json::array();
-                    const bool pieces = flag("with_pieces", false);
-                    for (const int32_t id : ids) {
-                        if (pieces)
-                            tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
-                        else
-                            tokens.push_back(id);
-                    }
-                    return respond(request, reply, json_response(200, {{"tokens", tokens}}));
-                }
-                const auto tokens = body.find("tokens");
-                if (tokens == body.end() || !tokens->is_array())
-                    throw ApiError(400, "'tokens' must be an array of token ids", "tokens");
-                std::vector<int32_t> ids;
-                for (const Json& t : *tokens) {
-                    if (!t.is_number_integer() || t.get<int64_t>() < 0 ||
-                        t.get<int64_t>() >= tok.n_vocab())
-                        throw ApiError(400, concat("'tokens' must hold ids below ", tok.n_vocab()),
-                                       "tokens");
-                    ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
-                }
-                return respond(request, reply,
-                               json_response(200, {{"content", tok.detokenize(ids, false)}}));
-            } catch (const ApiError& e) {
-                return respond_error(request, reply, e);
-            } catch (const Error& e) {
-                return respond_error(request, reply, ApiError(400, e.what()));
-            }
+    state_->work->post(
+        [this, endpoint, request = std::move(request), reply = std::move(reply)]() mutable {
+            if (request.path == "/tokenize" || request.path == "/detokenize")
+                return handle_tokenizer(request, reply);
+            handle_generation(endpoint, std::move(request), std::move(reply));
+        });
+}
+
+void ApiServer::handle_tokenizer(const HttpRequest& request, const std::shared_ptr<Reply>& reply) {
+    const Tokenizer& tok = *state_->ready().model->loaded.tokenizer;
+    try {
+        if (request.path == "/detokenize") {
+            const auto ids = parse_detokenize_request(request.body, tok.n_vocab());
+            return respond(request, reply,
+                           json_response(200, {{"content", tok.detokenize(ids, false)}}));
         }
-        handle_generation(endpoint, std::move(request), std::move(reply));
-    });
+        const TokenizeRequest t = parse_tokenize_request(request.body);
+        Json tokens = Json::array();
+        for (const int32_t id : tok.tokenize(t.content, t.add_special, t.parse_special)) {
+            if (t.with_pieces)
+                tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
+            else
+                tokens.push_back(id);
+        }
+        respond(request, reply, json_response(200, {{"tokens", tokens}}));
+    } catch (const ApiError& e) {
+        respond_error(request, reply, e);
+    } catch (const Error& e) {
+        respond_error(request, reply, ApiError(400, e.what()));
+    }
 }
 
 void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,

@@ -26,6 +26,14 @@ nlohmann::ordered_json bytes_of(const std::string& s) {
     return a;
 }
 
+// The legacy completions shape of an entry's alternatives: {"token": logprob, ...}.
+nlohmann::ordered_json legacy_top_of(const nlohmann::ordered_json& entry) {
+    auto top = nlohmann::ordered_json::object();
+    for (const auto& alt : entry["top_logprobs"])
+        top[alt["token"].get<std::string>()] = alt["logprob"];
+    return top;
+}
+
 }  // namespace
 
 std::string dump_json(const nlohmann::ordered_json& value) {
@@ -106,12 +114,9 @@ void CompletionJob::send_delta(int choice, const SplitText& text, const Json* lo
     } else {
         c["text"] = text.content;
         if (logprobs) {
-            Json top = Json::object();
-            for (const auto& alt : (*logprobs)["top_logprobs"])
-                top[alt["token"].get<std::string>()] = alt["logprob"];
             c["logprobs"] = {{"tokens", {(*logprobs)["token"]}},
                              {"token_logprobs", {(*logprobs)["logprob"]}},
-                             {"top_logprobs", {top}},
+                             {"top_logprobs", {legacy_top_of(*logprobs)}},
                              {"text_offset",
                               {static_cast<int64_t>(
                                   choices_[static_cast<std::size_t>(choice)].content.size())}}};
@@ -152,10 +157,7 @@ void CompletionJob::on_token(int choice, int32_t token, const std::string& text,
     if (entry && s_.endpoint == Endpoint::Text) {
         c.legacy_tokens.push_back((*entry)["token"].get<std::string>());
         c.legacy_logprobs.push_back(logprobs->logprob);
-        Json top = Json::object();
-        for (const auto& alt : (*entry)["top_logprobs"])
-            top[alt["token"].get<std::string>()] = alt["logprob"];
-        c.legacy_top.push_back(std::move(top));
+        c.legacy_top.push_back(legacy_top_of(*entry));
     } else if (entry) {
         c.logprobs.push_back(std::move(*entry));
     }

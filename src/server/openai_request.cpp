@@ -333,4 +333,32 @@ TextCompletionRequest parse_completion_request(std::string_view body,
     return r;
 }
 
+TokenizeRequest parse_tokenize_request(std::string_view body) {
+    const Json doc = parse_json_object(body);
+    const Fields f(doc);
+    TokenizeRequest r;
+    const auto content = f.string("content");
+    if (!content) bad("content", "'content' must be a string");
+    r.content = *content;
+    if (auto v = f.boolean("add_special")) r.add_special = *v;
+    if (auto v = f.boolean("parse_special")) r.parse_special = *v;
+    if (auto v = f.boolean("with_pieces")) r.with_pieces = *v;
+    return r;
+}
+
+std::vector<int32_t> parse_detokenize_request(std::string_view body, int64_t n_vocab) {
+    const Json doc = parse_json_object(body);
+    const Json* tokens = Fields(doc).get("tokens");
+    if (tokens == nullptr || !tokens->is_array())
+        bad("tokens", "'tokens' must be an array of token ids");
+    std::vector<int32_t> ids;
+    for (const Json& t : *tokens) {
+        const auto id = Fields::as_integer(t);
+        if (!id || *id < 0 || *id >= n_vocab)
+            bad("tokens", concat("'tokens' must hold ids below ", n_vocab));
+        ids.push_back(static_cast<int32_t>(*id));
+    }
+    return ids;
+}
+
 }  // namespace minfer::server

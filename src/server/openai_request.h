@@ -51,7 +51,18 @@ ChatRequest parse_chat_request(std::string_view body, const SamplingParams& defa
 TextCompletionRequest parse_completion_request(std::string_view body,
                                                const SamplingParams& defaults);
 
-// The JSON object of a body (400 for malformed JSON or another value); shared by /tokenize etc.
+// POST /tokenize and /detokenize, in llama-server's shapes.
+struct TokenizeRequest {
+    std::string content;
+    bool add_special = false;
+    bool parse_special = true;
+    bool with_pieces = false;
+};
+TokenizeRequest parse_tokenize_request(std::string_view body);
+// The ids of {"tokens": [...]}, each below n_vocab.
+std::vector<int32_t> parse_detokenize_request(std::string_view body, int64_t n_vocab);
+
+// The JSON object of a body (400 for malformed JSON or another value).
 nlohmann::ordered_json parse_json_object(std::string_view body);
 
 }  // namespace minfer::server

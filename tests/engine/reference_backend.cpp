@@ -98,7 +98,7 @@ class ReferenceBackend final : public Backend {
     }
 
     void execute(const Graph& g) override {
-        check(g);
+        validate_graph_for(g, options_);
         // Fresh, zeroed buffers of the declared shapes [rows][width].
         buffers_.assign(g.buffers.size(), {});
         for (std::size_t b = 0; b < g.buffers.size(); ++b)
@@ -125,25 +125,6 @@ class ReferenceBackend final : public Backend {
     };
     static float* k_row(KvLayer& l, int64_t slot) { return l.k.data() + slot * l.k_width; }
     static float* v_row(KvLayer& l, int64_t slot) { return l.v.data() + slot * l.v_width; }
-
-    // The graph's own checks, plus what this backend's cache and logits need.
-    void check(const Graph& g) const {
-        g.validate(options_.n_vocab, options_.kv.n_slots());
-        if (g.kv_block_size != options_.kv.block_size)
-            throw UsageError("graph: KV block size differs from the cache's");
-        if (g.logits != kNoBuffer &&
-            g.buffers[static_cast<std::size_t>(g.logits)].width != options_.n_vocab)
-            throw UsageError("graph: the logits buffer is not as wide as the vocabulary");
-        for (const Op& op : g.ops) {
-            if (op.type != OpType::StoreKv && op.type != OpType::Attention) continue;
-            if (op.kv_layer >= static_cast<int>(options_.kv.layers.size()))
-                throw UsageError(concat("graph: cache layer ", op.kv_layer, " does not exist"));
-            const KvLayerShape& s = options_.kv.layers[static_cast<std::size_t>(op.kv_layer)];
-            if (s.n_head_kv != op.attn.n_head_kv || s.head_dim_k != op.attn.head_dim_k ||
-                s.head_dim_v != op.attn.head_dim_v)
-                throw UsageError(concat("graph: cache layer ", op.kv_layer, " has another shape"));
-        }
-    }
 
     float* buf(BufferId b) { return buffers_[static_cast<std::size_t>(b)].data(); }
 

@@ -80,7 +80,9 @@ class CpuBackend final : public Backend {
     }
 
     void execute(const Graph& g) override {
-        validate(g);
+        // Everything that could fail is checked before the threads start: an exception thrown by
+        // one thread inside the run would leave the others waiting at a barrier.
+        validate_graph_for(g, options_);
         allocate(g);
         plan(g);
         SpinBarrier barrier(pool_.size());
@@ -118,27 +120,6 @@ class CpuBackend final : public Backend {
 
   private:
     float* buf(BufferId b) { return buffers_[static_cast<std::size_t>(b)].data(); }
-
-    // Everything that could fail is checked before the threads start: an exception thrown by one
-    // thread inside the run would leave the others waiting at a barrier.
-    void validate(const Graph& g) const {
-        g.validate(options_.n_vocab, kv_.spec().n_slots());
-        if (g.kv_block_size != kv_.spec().block_size)
-            throw UsageError("graph: KV block size differs from the cache's");
-        if (g.logits != kNoBuffer &&
-            g.buffers[static_cast<std::size_t>(g.logits)].width != options_.n_vocab)
-            throw UsageError("graph: the logits buffer is not as wide as the vocabulary");
-        for (const Op& op : g.ops) {
-            if (op.type != OpType::StoreKv && op.type != OpType::Attention) continue;
-            const auto& layers = kv_.spec().layers;
-            if (op.kv_layer >= static_cast<int>(layers.size()))
-                throw UsageError(concat("graph: cache layer ", op.kv_layer, " does not exist"));
-            const KvLayerShape& l = layers[static_cast<std::size_t>(op.kv_layer)];
-            if (l.n_head_kv != op.attn.n_head_kv || l.head_dim_k != op.attn.head_dim_k ||
-                l.head_dim_v != op.attn.head_dim_v)
-                throw UsageError(concat("graph: cache layer ", op.kv_layer, " has another shape"));
-        }
-    }
 
     void allocate(const Graph& g) {
         if (buffers_.size() < g.buffers.size()) buffers_.resize(g.buffers.size());
