@@ -168,7 +168,6 @@ class Session : public std::enable_shared_from_this<Session> {
         socket_.close(ec);
         if (reply_ && !response_done_) reply_->mark_gone();
     }
-    std::shared_ptr<ReplyImpl> current_reply() const { return reply_; }
 
   private:
     // A timer whose expiry closes the connection. Each arm or disarm starts a new generation:
@@ -493,10 +492,6 @@ void HttpServer::post(std::function<void()> f, std::chrono::milliseconds delay) 
     timer->async_wait([timer, f = std::move(f)](error_code ec) {
         if (!ec) f();
     });
-}
-
-std::size_t HttpServer::open_connections() const {
-    return impl_->connections.load();
 }
 
 }  // namespace minfer::server

@@ -93,7 +93,6 @@ class HttpServer {
     void stop();
     // Runs f on the server's thread (after `delay`).
     void post(std::function<void()> f, std::chrono::milliseconds delay = {});
-    std::size_t open_connections() const;
 
     struct Impl;  // (public only so that the connections in the .cpp can name it)
 
