@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/model_loading.h"
 #include "cli/progress_bar.h"
 #include "core/cpu_set.h"
 #include "core/error.h"
@@ -77,7 +78,9 @@ void add_quantize_command(CLI::App& app) {
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand(
         "quantize", "Convert an F32/F16/BF16 model to a quantized type, as llama-quantize does");
-    cmd->add_option("input", opts->input, "GGUF model to read (F32, F16 or BF16 weights)")
+    cmd->add_option("input", opts->input,
+                    "GGUF model to read (F32, F16 or BF16 weights): a path or a reference "
+                    "(hf:, ollama:, URL)")
         ->required();
     cmd->add_option("output", opts->output, "GGUF file to write (never the input)")->required();
     cmd->add_option("type", opts->type, "Quantization: " + mix_names())->required();
@@ -89,6 +92,7 @@ void add_quantize_command(CLI::App& app) {
             throw UsageError(concat("unknown quantization type '", opts->type,
                                     "'; expected one of ", mix_names()));
         }
+        const auto input = resolve_model_for_cli(opts->input);  // may download
         ProgressBar bar;  // "[#####-----]  45%  4/39  blk.3.ffn_up.weight" on a terminal
         ModelQuantizeOptions options;
         options.threads = clamp_thread_count(opts->threads, "-t");
@@ -107,8 +111,7 @@ void add_quantize_command(CLI::App& app) {
         {
             const TemporaryCleanupOnSignal cleanup;
             try {
-                result =
-                    quantize_model(resolve_model_path(opts->input), opts->output, *mix, options);
+                result = quantize_model(input, opts->output, *mix, options);
             } catch (...) {
                 bar.finish();
                 throw;

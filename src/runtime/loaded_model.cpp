@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "hub/resolver.h"
 
 namespace minfer {
 namespace {
@@ -29,15 +30,10 @@ unsigned touch_pages(const GgufFile& file, const std::function<void(double)>& on
 }  // namespace
 
 LoadedModel load_model(const std::string& reference, const LoadOptions& options) {
-    for (const char* scheme : {"hf:", "ollama:", "hf://", "https://", "http://"}) {
-        if (reference.rfind(scheme, 0) == 0) {
-            throw UnsupportedError(
-                concat("'", reference, "': downloading models (", scheme,
-                       ") is not supported yet; download the GGUF file and pass its path"));
-        }
-    }
+    const hub::ResolvedModel resolved =
+        hub::resolve_model(reference, hub::ResolveMode::CacheFirst, options.download);
     const auto start = std::chrono::steady_clock::now();
-    auto model = Model::load(resolve_model_path(reference));
+    auto model = Model::load(resolved.path);
     if (options.on_read_progress) {
         volatile unsigned sink = touch_pages(model->file(), options.on_read_progress);
         (void)sink;
@@ -53,6 +49,7 @@ LoadedModel load_model(const std::string& reference, const LoadOptions& options)
         chat::special_token_text(meta, "tokenizer.ggml.bos_token_id"),
         chat::special_token_text(meta, "tokenizer.ggml.eos_token_id"),
         0,
+        resolved.reference,
     };
     loaded.load_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
