@@ -9,8 +9,9 @@
 //   - connection errors, stalls, 5xx and 429 are retried with backoff (with_retries), resuming
 //     where the file ends; Ctrl-C (the cancel flag) stops at once and leaves a resumable file;
 //   - free disk space is checked before any byte is requested.
-// Hashing runs on a second thread fed through a bounded queue (16 MiB), so checking the bytes
-// costs no time while the network is the slower side.
+// The network thread writes as a plain download would; a second thread hashes the bytes from the
+// page cache right behind it and starts their writeback, so that checking the bytes and making
+// them durable (fsync before the rename) overlap the transfer instead of following it.
 
 #include <atomic>
 #include <cstdint>
