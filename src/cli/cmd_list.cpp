@@ -68,6 +68,11 @@ void add_list_command(CLI::App& app) {
     cmd->add_flag("--json", *json,
                   "One JSON array: reference, files, size (bytes), quantization, last_used "
                   "(ISO 8601, null when minfer never used it)");
+    cmd->footer(
+        "\nLists the GGUF models in the Hugging Face cache (those huggingface-cli fetched too), in "
+        "minfer's ollama\nstore and among its URL downloads. REFERENCE is the one minfer was "
+        "given, else one made from the cache;\nLAST USED comes from the record minfer keeps in "
+        "MINFER_CACHE/models.json.\n");
     cmd->callback([json] {
         const auto settings = hub::HubSettings::from_environment();
         const auto models = hub::list_cached_models(settings);

@@ -18,6 +18,11 @@ void add_rm_command(CLI::App& app) {
         "rm", "Remove models from the cache (what no other reference uses); see minfer list");
     cmd->add_option("reference", *references, "hf:..., ollama:... or a URL, as minfer list shows")
         ->required();
+    cmd->footer(
+        "\nRemoves the reference's files from the cache and forgets the reference. A file that "
+        "another reference minfer\nrecorded still uses is kept (and named), and so is a blob "
+        "that another snapshot (huggingface-cli's)\nlinks. ollama's own store and local files "
+        "are never touched.\n");
     cmd->callback([references] {
         const auto settings = hub::HubSettings::from_environment();
         for (const auto& ref : *references) {

@@ -174,6 +174,35 @@ TEST(HubPull, EveryReferenceForm) {
                            "latest"));
 }
 
+TEST(HubPull, EveryCommandTakesAReference) {
+    REQUIRE_MODEL_FIXTURES();
+    MINFER_REQUIRE_FIXTURE(f16, "models/tiny-llama-f16.gguf");
+    json config = base_config(fx);
+    add_repo(config, "test/f16", {{"tiny-F16.gguf", file_spec(f16)}});
+    FakeHub hub(config);
+    HubSandbox box(hub);
+    const std::string ref = "hf:test/tiny:Q8_0";
+    // The first command downloads; the others use the cache.
+    auto r = box.run({"tokenize", ref, "Hello world", "--ids"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.front(), '[');
+    r = box.run({"detokenize", ref, "1,2"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    r = box.run({"template", ref, "--user", "Hi"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("Hi"), std::string::npos);
+    r = box.run({"score", ref, "--prompt", "Hello", "--top", "2", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    r = box.run({"bench", ref, "-p", "8", "-n", "2", "-r", "1", "-t", "1"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(requests_to(hub, "data").size(), 1u);
+    // quantize reads a reference and writes a file.
+    const fs::path out = box.path("q.gguf");
+    r = box.run({"quantize", "hf:test/f16", out.string(), "Q8_0"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(out));
+}
+
 TEST(HubPull, ChoosesOrExplains) {
     REQUIRE_MODEL_FIXTURES();
     json config = base_config(fx);
