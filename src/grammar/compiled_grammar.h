@@ -1,0 +1,110 @@
+#pragma once
+// A grammar made ready for one vocabulary, and the token masks it gives, fast.
+//
+// The mask of a state is the union, over its stacks, of what each stack's top position allows.
+// For a position, the vocabulary's tokens fall into three kinds, found once by walking the sorted
+// vocabulary from that position alone (xgrammar's adaptive token mask cache):
+//   accepted   the token's bytes are matched without leaving the position's rule: allowed
+//              whatever stack lies below;
+//   rejected   no way to match them;
+//   uncertain  they can only be matched by leaving the rule, so it depends on the stack below.
+// At run time only the uncertain tokens are walked, with the real stack. Masks of positions are
+// shared between grammars of the same vocabulary by the structure the position can reach (the JSON
+// string loop of every schema is computed once per model), and masks of whole states are cached,
+// since generation inside a string or a number repeats the same state.
+//
+// Thread-safe: matchers of one compiled grammar may run on different threads (a lock guards the
+// automaton and the caches; each call takes it once).
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/byte_grammar.h"
+#include "grammar/grammar.h"
+#include "grammar/grammar_vocabulary.h"
+#include "grammar/stack_automaton.h"
+#include "grammar/token_mask.h"
+
+namespace minfer::grammar {
+
+class CompiledGrammar {
+  public:
+    // Throws UsageError for a grammar the matcher cannot run (byte_grammar.h).
+    static std::shared_ptr<CompiledGrammar> compile(
+        const Grammar& grammar, std::shared_ptr<const GrammarVocabulary> vocabulary);
+
+    const GrammarVocabulary& vocabulary() const { return *vocabulary_; }
+    const ByteGrammar& byte_grammar() const { return byte_grammar_; }
+
+    // Computes the masks of every position a stack can stop at (what a matcher would otherwise
+    // compute on first use); returns how many positions there are.
+    std::size_t precompute();
+
+    struct Stats {
+        std::size_t positions_computed = 0;  // masks computed by walking the vocabulary
+        std::size_t positions_shared = 0;    // masks found in the vocabulary's cache
+        std::size_t states = 0;
+        std::size_t nodes = 0;
+    };
+    Stats stats() const;
+
+  private:
+    friend class GrammarMatcher;
+    using StateId = StackAutomaton::StateId;
+
+    CompiledGrammar(ByteGrammar byte_grammar, std::shared_ptr<const GrammarVocabulary> vocabulary);
+
+    // All of these expect mutex_ held.
+    StateId start_locked();
+    void mask_locked(StateId state, TokenMask& mask);
+    std::shared_ptr<const PositionMasks> position_masks_locked(int32_t position);
+    std::shared_ptr<const PositionMasks> walk_vocabulary_locked(int32_t position);
+    std::string structural_key(int32_t position) const;
+
+    ByteGrammar byte_grammar_;
+    std::shared_ptr<const GrammarVocabulary> vocabulary_;
+    mutable std::mutex mutex_;
+    StackAutomaton automaton_;
+    StateId start_ = -1;
+    std::vector<std::shared_ptr<const PositionMasks>> position_masks_;  // by position
+    std::unordered_map<StateId, TokenMask> state_masks_;
+    Stats stats_;
+    // Scratch of the vocabulary walks.
+    std::vector<StateId> walk_states_;
+    std::vector<uint8_t> walk_escaped_;
+    std::vector<uint32_t> candidates_;
+};
+
+// Where one generation is in the grammar.
+class GrammarMatcher {
+  public:
+    explicit GrammarMatcher(std::shared_ptr<CompiledGrammar> grammar);
+
+    // The tokens that may come next: those whose bytes keep the text inside the grammar, the
+    // special tokens the grammar names here, and the end-of-generation tokens once the text is
+    // complete. `mask` must have the vocabulary's size.
+    void fill_mask(TokenMask& mask);
+    // Moves past a generated token; false (and no change) when the grammar does not allow it.
+    // An end-of-generation token is allowed when the text is complete.
+    bool accept(int32_t token);
+    // Moves past bytes, as if a token had them (tests, forced text); false if not allowed.
+    bool accept_bytes(std::string_view bytes);
+
+    // The text so far is a whole sentence of the grammar (it may also go on).
+    bool is_complete() const;
+    // Some byte or token may still follow.
+    bool can_continue() const;
+    void reset();
+
+    const CompiledGrammar& grammar() const { return *grammar_; }
+
+  private:
+    std::shared_ptr<CompiledGrammar> grammar_;
+    StackAutomaton::StateId state_;
+};
+
+}  // namespace minfer::grammar

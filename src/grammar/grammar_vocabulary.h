@@ -1,0 +1,78 @@
+#pragma once
+// What grammars need of a tokenizer, built once per model: the bytes of every token a grammar can
+// match (the text generation prints for it), sorted so that tokens sharing a prefix are
+// neighbours and a walk over the vocabulary advances the grammar once per shared prefix; the
+// end-of-generation tokens; the control tokens by their text (a grammar literal equal to one also
+// matches that token); and the token masks computed for grammar positions, shared between grammars
+// by the position's structure (two JSON grammars share their string-character masks).
+//
+// Control, unknown and end-of-generation tokens print nothing and are not matched by bytes.
+// Thread-safe: the cache has its own lock.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/token_mask.h"
+
+namespace minfer {
+class Tokenizer;
+}
+
+namespace minfer::grammar {
+
+// The tokens a grammar position allows whatever surrounds it (`accepted`), and those it may allow
+// depending on what follows the position's rule (`uncertain`, by rank in the sorted order).
+struct PositionMasks {
+    bool dense = false;                 // accepted as a bitset, else as a list of ids
+    TokenMask accepted_bits;            // dense
+    std::vector<int32_t> accepted_ids;  // !dense
+    std::vector<uint32_t> uncertain;    // sorted ranks
+    void add_accepted_to(TokenMask& mask) const;
+    std::size_t bytes() const;
+};
+
+class GrammarVocabulary {
+  public:
+    explicit GrammarVocabulary(const Tokenizer& tokenizer);
+    // Tests: a vocabulary of byte strings (empty: not matched by bytes), eog ids, control texts.
+    GrammarVocabulary(std::vector<std::string> pieces, std::vector<int32_t> eog,
+                      std::unordered_map<std::string, int32_t> special_tokens);
+
+    int32_t n_vocab() const { return n_vocab_; }
+    // The tokens matched by bytes, in byte order: rank -> id, bytes, and the length of the prefix
+    // shared with the previous rank (0 for rank 0).
+    std::size_t n_ranked() const { return sorted_ids_.size(); }
+    int32_t id_at(std::size_t rank) const { return sorted_ids_[rank]; }
+    std::string_view bytes_at(std::size_t rank) const { return bytes_of(sorted_ids_[rank]); }
+    uint32_t shared_prefix(std::size_t rank) const { return lcp_[rank]; }
+    // "" for tokens not matched by bytes.
+    std::string_view bytes_of(int32_t id) const;
+    const std::vector<int32_t>& eog_tokens() const { return eog_; }
+    const std::unordered_map<std::string, int32_t>& special_tokens() const { return special_; }
+
+    // The cache of position masks by structural key (compiled_grammar.cpp makes the keys).
+    std::shared_ptr<const PositionMasks> cached(const std::string& key) const;
+    void cache(const std::string& key, std::shared_ptr<const PositionMasks> masks) const;
+
+  private:
+    void build(std::vector<std::string> pieces);
+
+    int32_t n_vocab_ = 0;
+    std::string bytes_;             // every piece, concatenated
+    std::vector<uint32_t> offset_;  // id -> [offset_[id], offset_[id + 1]) in bytes_
+    std::vector<int32_t> sorted_ids_;
+    std::vector<uint32_t> lcp_;
+    std::vector<int32_t> eog_;
+    std::unordered_map<std::string, int32_t> special_;
+
+    mutable std::mutex mutex_;
+    mutable std::unordered_map<std::string, std::shared_ptr<const PositionMasks>> cache_;
+    mutable std::size_t cache_bytes_ = 0;
+};
+
+}  // namespace minfer::grammar
