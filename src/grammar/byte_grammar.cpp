@@ -30,6 +30,43 @@ std::size_t element_count(const DraftRule& r) {
     return n;
 }
 
+// Tarjan's strongly connected components of a graph given by adjacency lists: the component of
+// each vertex, numbered so that a component comes after every component it has edges to.
+std::vector<int32_t> strongly_connected(const std::vector<std::vector<int32_t>>& edges) {
+    const std::size_t n = edges.size();
+    std::vector<int32_t> index(n, -1), low(n, 0), component(n, -1), stack;
+    std::vector<bool> on_stack(n, false);
+    int32_t next = 0, components = 0;
+    const std::function<void(int32_t)> connect = [&](int32_t v) {
+        const auto vi = static_cast<std::size_t>(v);
+        index[vi] = low[vi] = next++;
+        stack.push_back(v);
+        on_stack[vi] = true;
+        for (const int32_t w : edges[vi]) {
+            const auto wi = static_cast<std::size_t>(w);
+            if (index[wi] < 0) {
+                connect(w);
+                low[vi] = std::min(low[vi], low[wi]);
+            } else if (on_stack[wi]) {
+                low[vi] = std::min(low[vi], index[wi]);
+            }
+        }
+        if (low[vi] != index[vi]) return;
+        int32_t w = -1;
+        do {
+            w = stack.back();
+            stack.pop_back();
+            on_stack[static_cast<std::size_t>(w)] = false;
+            component[static_cast<std::size_t>(w)] = components;
+        } while (w != v);
+        ++components;
+    };
+    for (std::size_t v = 0; v < n; ++v) {
+        if (index[v] < 0) connect(static_cast<int32_t>(v));
+    }
+    return component;
+}
+
 class Lowerer {
   public:
     Lowerer(const Grammar& g, const std::unordered_map<std::string, int32_t>& special)
@@ -209,7 +246,9 @@ class Lowerer {
         return name;
     }
 
-    // A rule that can call itself before matching any byte would recurse forever.
+    // A rule that can call itself before matching any byte, with a frame pushed on the way,
+    // would grow the stack forever. (Through tail calls only, as in `r ::= x r | ""` with an x
+    // that may match nothing, the matcher comes back to a stack it has already seen: harmless.)
     void check_left_recursion() const {
         const std::size_t n = rules_.size();
         std::vector<bool> nullable(n, false);
@@ -230,46 +269,63 @@ class Lowerer {
                 }
             }
         }
-        // Edges r -> s where s can be called at r's first byte.
-        std::vector<std::vector<int32_t>> left(n);
+        // Edges r -> s where s can be called at r's first byte; `pushes`: not as a tail call.
+        struct Edge {
+            int32_t to;
+            bool pushes;
+        };
+        std::vector<std::vector<Edge>> left(n);
         for (std::size_t r = 0; r < n; ++r) {
             for (const Sequence& s : rules_[r].alternatives) {
-                for (const Element& e : s) {
-                    if (e.kind != ElementKind::Rule) break;
-                    left[r].push_back(e.value);
-                    if (!nullable[static_cast<std::size_t>(e.value)]) break;
+                for (std::size_t i = 0; i < s.size(); ++i) {
+                    if (s[i].kind != ElementKind::Rule) break;
+                    left[r].push_back({s[i].value, i + 1 < s.size()});
+                    if (!nullable[static_cast<std::size_t>(s[i].value)]) break;
                 }
             }
         }
-        std::vector<int> state(n, 0);  // 0 unseen, 1 on the path, 2 done
-        std::vector<int32_t> path;
-        const std::function<void(int32_t)> visit = [&](int32_t r) {
-            state[static_cast<std::size_t>(r)] = 1;
-            path.push_back(r);
-            for (const int32_t s : left[static_cast<std::size_t>(r)]) {
-                if (state[static_cast<std::size_t>(s)] == 1) {
-                    std::string cycle;
-                    const auto from = std::find(path.begin(), path.end(), s);
-                    std::string last;
-                    for (auto it = from; it != path.end(); ++it) {
-                        const std::string name = user_name(*it);
-                        if (name == last) continue;
-                        cycle += name + " -> ";
-                        last = name;
-                    }
-                    cycle += user_name(s);
-                    throw UsageError(concat("grammar: the rule '", user_name(s),
-                                            "' is left-recursive (", cycle,
-                                            "): it can call itself before matching anything; "
-                                            "write the repetition with * or + instead"));
-                }
-                if (state[static_cast<std::size_t>(s)] == 0) visit(s);
-            }
-            path.pop_back();
-            state[static_cast<std::size_t>(r)] = 2;
-        };
+        // A pushing edge inside a strongly connected component closes such a cycle.
+        std::vector<std::vector<int32_t>> plain(n);
         for (std::size_t r = 0; r < n; ++r) {
-            if (state[r] == 0) visit(static_cast<int32_t>(r));
+            for (const Edge& e : left[r]) plain[r].push_back(e.to);
+        }
+        const std::vector<int32_t> component = strongly_connected(plain);
+        for (std::size_t r = 0; r < n; ++r) {
+            for (const Edge& e : left[r]) {
+                if (!e.pushes || component[r] != component[static_cast<std::size_t>(e.to)])
+                    continue;
+                // The cycle, for the message: from e.to back to r.
+                std::vector<int32_t> from(n, -1);
+                std::vector<int32_t> queue{e.to};
+                from[static_cast<std::size_t>(e.to)] = e.to;
+                for (std::size_t q = 0; q < queue.size() && from[r] < 0; ++q) {
+                    for (const int32_t next : plain[static_cast<std::size_t>(queue[q])]) {
+                        if (from[static_cast<std::size_t>(next)] >= 0) continue;
+                        from[static_cast<std::size_t>(next)] = queue[q];
+                        queue.push_back(next);
+                    }
+                }
+                std::vector<int32_t> path{static_cast<int32_t>(r)};
+                for (int32_t v = static_cast<int32_t>(r); v != e.to;) {
+                    v = from[static_cast<std::size_t>(v)];
+                    path.push_back(v);
+                }
+                // path runs r <- ... <- e.to; the cycle is e.to -> ... -> r -> e.to, named by
+                // the users' rules (helpers carry their rule's name).
+                path.insert(path.begin(), e.to);
+                std::vector<std::string> names;
+                for (auto it = path.rbegin(); it != path.rend(); ++it) {
+                    std::string name = user_name(*it);
+                    if (names.empty() || names.back() != name) names.push_back(std::move(name));
+                }
+                if (names.size() == 1) names.push_back(names[0]);
+                std::string cycle;
+                for (const std::string& name : names) cycle += (cycle.empty() ? "" : " -> ") + name;
+                throw UsageError(concat("grammar: the rule '", user_name(e.to),
+                                        "' is left-recursive (", cycle,
+                                        "): it can call itself before matching anything; "
+                                        "write the repetition with * or + instead"));
+            }
         }
     }
 
@@ -315,47 +371,33 @@ class Lowerer {
     }
 
     // Rules in an order where every rule comes after the rules it calls, except within cycles;
-    // marks the rules that are part of a cycle (Tarjan's strongly connected components).
+    // marks the rules that are part of a cycle.
     std::vector<int32_t> callee_first_order(std::vector<bool>& recursive) const {
         const std::size_t n = rules_.size();
-        std::vector<int32_t> index(n, -1), low(n, 0), order, stack;
-        std::vector<bool> on_stack(n, false);
+        std::vector<std::vector<int32_t>> calls(n);
         recursive.assign(n, false);
-        int32_t next = 0;
-        const std::function<void(int32_t)> connect = [&](int32_t v) {
-            const auto vi = static_cast<std::size_t>(v);
-            index[vi] = low[vi] = next++;
-            stack.push_back(v);
-            on_stack[vi] = true;
-            for (const Sequence& s : rules_[vi].alternatives) {
+        for (std::size_t r = 0; r < n; ++r) {
+            for (const Sequence& s : rules_[r].alternatives) {
                 for (const Element& e : s) {
                     if (e.kind != ElementKind::Rule) continue;
-                    const auto w = static_cast<std::size_t>(e.value);
-                    if (w == vi) recursive[vi] = true;
-                    if (index[w] < 0) {
-                        connect(e.value);
-                        low[vi] = std::min(low[vi], low[w]);
-                    } else if (on_stack[w]) {
-                        low[vi] = std::min(low[vi], index[w]);
-                    }
+                    calls[r].push_back(e.value);
+                    if (static_cast<std::size_t>(e.value) == r) recursive[r] = true;
                 }
             }
-            if (low[vi] != index[vi]) return;
-            std::vector<int32_t> component;
-            int32_t w = -1;
-            do {
-                w = stack.back();
-                stack.pop_back();
-                on_stack[static_cast<std::size_t>(w)] = false;
-                component.push_back(w);
-            } while (w != v);
-            if (component.size() > 1) {
-                for (const int32_t c : component) recursive[static_cast<std::size_t>(c)] = true;
-            }
-            order.insert(order.end(), component.begin(), component.end());
-        };
-        for (std::size_t v = 0; v < n; ++v) {
-            if (index[v] < 0) connect(static_cast<int32_t>(v));
+        }
+        const std::vector<int32_t> component = strongly_connected(calls);
+        // Tarjan numbers components callees first.
+        std::vector<int32_t> order(n);
+        std::vector<int32_t> size(n, 0);
+        for (std::size_t r = 0; r < n; ++r) {
+            order[r] = static_cast<int32_t>(r);
+            ++size[static_cast<std::size_t>(component[r])];
+        }
+        std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+            return component[static_cast<std::size_t>(a)] < component[static_cast<std::size_t>(b)];
+        });
+        for (std::size_t r = 0; r < n; ++r) {
+            if (size[static_cast<std::size_t>(component[r])] > 1) recursive[r] = true;
         }
         return order;
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/error.h"
 #include "core/utf8.h"
 
 namespace minfer::grammar {
@@ -141,8 +142,8 @@ void print_class(std::string& out, const std::vector<CodepointRange>& ranges) {
     const auto negated = complement(ranges);
     const bool negate = !ranges.empty() && negated.size() < ranges.size();
     const auto& shown = negate ? negated : ranges;
-    if (shown.empty()) {  // the empty class: matches nothing
-        out += "[^\\x00-\\U0010FFFF]";
+    if (shown.empty()) {  // nothing, or (negated nothing) everything
+        out += negate ? "[^]" : "[^\\x00-\\U0010FFFF]";
         return;
     }
     out += negate ? "[^" : "[";
@@ -156,9 +157,9 @@ void print_class(std::string& out, const std::vector<CodepointRange>& ranges) {
     out += ']';
 }
 
-void print_expr(std::string& out, const Expr& e, const Grammar& g, bool in_sequence);
+void print_expr(std::string& out, const Expr& e, const Grammar* g, bool in_sequence);
 
-void print_atom(std::string& out, const Expr& e, const Grammar& g) {
+void print_atom(std::string& out, const Expr& e, const Grammar* g) {
     const bool simple = e.kind == Expr::Kind::Literal || e.kind == Expr::Kind::CharClass ||
                         e.kind == Expr::Kind::RuleRef ||
                         (e.kind == Expr::Kind::Sequence && e.children.size() == 1 &&
@@ -169,14 +170,16 @@ void print_atom(std::string& out, const Expr& e, const Grammar& g) {
     out += ')';
 }
 
-void print_expr(std::string& out, const Expr& e, const Grammar& g, bool in_sequence) {
+void print_expr(std::string& out, const Expr& e, const Grammar* g, bool in_sequence) {
     switch (e.kind) {
         case Expr::Kind::Literal:
             return print_literal(out, e.text);
         case Expr::Kind::CharClass:
             return print_class(out, e.ranges);
         case Expr::Kind::RuleRef:
-            out += g.rules[static_cast<std::size_t>(e.rule)].name;
+            out += g != nullptr && e.rule >= 0 && static_cast<std::size_t>(e.rule) < g->rules.size()
+                       ? g->rules[static_cast<std::size_t>(e.rule)].name
+                       : concat("rule", e.rule);
             return;
         case Expr::Kind::Sequence:
             if (e.children.empty()) {
@@ -230,9 +233,15 @@ std::string Grammar::to_gbnf() const {
     for (const Rule& r : rules) {
         out += r.name;
         out += " ::= ";
-        print_expr(out, r.body, *this, false);
+        print_expr(out, r.body, this, false);
         out += '\n';
     }
+    return out;
+}
+
+std::string expr_to_gbnf(const Expr& e, const Grammar* grammar) {
+    std::string out;
+    print_expr(out, e, grammar, false);
     return out;
 }
 

@@ -67,6 +67,10 @@ struct Grammar {
     std::string to_gbnf() const;
 };
 
+// The GBNF text of one expression; rule references are named from `grammar` (which may be null
+// when there are none).
+std::string expr_to_gbnf(const Expr& e, const Grammar* grammar = nullptr);
+
 // Limits on what a grammar text may ask for. A repetition {m,n} with n up to kMaxRepeat is
 // expanded into n copies, so the expanded size is bounded separately.
 inline constexpr int32_t kMaxRepeat = 10000;

@@ -1,0 +1,32 @@
+#pragma once
+// JSON Schema to GBNF: a grammar whose every sentence is a JSON text valid under the schema.
+//
+// Honoured: type (one or a list; null included), properties, required, additionalProperties
+// (false, true or a schema; when absent, only the declared properties are generated, which is
+// valid under the schema), enum, const, items / prefixItems, minItems / maxItems, minLength /
+// maxLength, pattern (regex_pattern.h), format (date, time, date-time, uuid), minimum / maximum /
+// exclusiveMinimum / exclusiveMaximum on integers (and on numbers, which then get integers),
+// anyOf / oneOf (as alternatives), allOf (merged), $ref / $defs / definitions (local, recursion
+// included). Annotations (title, description, default, examples, $schema, $id, $comment,
+// deprecated, readOnly, writeOnly) are ignored. Anything else is a UsageError naming the keyword
+// and where it is ("unsupported keyword 'multipleOf' at #/properties/n"), never silently ignored.
+//
+// Properties come out in the schema's order. Numbers have at most 16 digits before the point,
+// 16 after it and 3 in the exponent; whitespace between tokens is at most a newline and 20
+// spaces or tabs: every finished text stays short, which small or confused models need to finish.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace minfer::grammar {
+
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+
+// The grammar of any JSON value (response_format json_object): an object at the top.
+std::string json_object_gbnf();
+
+inline constexpr int kMaxSchemaDepth = 128;
+inline constexpr std::size_t kMaxEnumValues = 10000;
+inline constexpr std::size_t kMaxTupleItems = 1000;
+
+}  // namespace minfer::grammar
