@@ -17,10 +17,11 @@ struct DraftRule {
     std::vector<Sequence> alternatives;
 };
 
-// Inlining bounds: a callee of at most this many alternatives and elements is copied into its
-// callers, as long as the caller stays within the caller bounds.
-constexpr std::size_t kInlineAlternatives = 16;
-constexpr std::size_t kInlineElements = 256;
+// Inlining bounds: a callee of at most this many alternatives and elements (with its own callees
+// inlined) is copied into the loops that call it, as long as the loop stays within the caller
+// bounds.
+constexpr std::size_t kInlineAlternatives = 32;
+constexpr std::size_t kInlineElements = 128;
 constexpr std::size_t kCallerAlternatives = 64;
 constexpr std::size_t kCallerElements = 1024;
 
@@ -405,11 +406,41 @@ class Lowerer {
     void inline_small_rules() {
         std::vector<bool> recursive;
         const std::vector<int32_t> order = callee_first_order(recursive);
+        // A callee is inlined when it is small once every rule it calls is inlined into it too
+        // (a string's character: a byte set, the UTF-8 sequences, the escapes). Sizes saturate.
+        struct Size {
+            std::size_t alternatives = 0, elements = 0;
+        };
+        constexpr std::size_t kBig = std::size_t{1} << 30;
+        std::vector<Size> sizes(rules_.size());
+        std::vector<bool> sized(rules_.size(), false);
+        const std::function<Size(int32_t)> size_of = [&](int32_t r) -> Size {
+            const auto ri = static_cast<std::size_t>(r);
+            if (recursive[ri]) return {kBig, kBig};
+            if (sized[ri]) return sizes[ri];
+            Size total;
+            for (const Sequence& seq : rules_[ri].alternatives) {
+                Size alt{1, 0};
+                for (const Element& e : seq) {
+                    if (e.kind != ElementKind::Rule) {
+                        alt.elements = std::min(kBig, alt.elements + alt.alternatives);
+                        continue;
+                    }
+                    const Size callee = size_of(e.value);
+                    alt.elements = std::min(kBig, alt.elements * callee.alternatives +
+                                                      callee.elements * alt.alternatives);
+                    alt.alternatives = std::min(kBig, alt.alternatives * callee.alternatives);
+                }
+                total.alternatives = std::min(kBig, total.alternatives + alt.alternatives);
+                total.elements = std::min(kBig, total.elements + alt.elements);
+            }
+            sized[ri] = true;
+            return sizes[ri] = total;
+        };
         const auto inlinable = [&](int32_t r) {
-            const DraftRule& d = rules_[static_cast<std::size_t>(r)];
-            return !recursive[static_cast<std::size_t>(r)] && r != g_.root &&
-                   d.alternatives.size() <= kInlineAlternatives &&
-                   element_count(d) <= kInlineElements;
+            const Size size = size_of(r);
+            return r != g_.root && size.alternatives <= kInlineAlternatives &&
+                   size.elements <= kInlineElements;
         };
         for (const int32_t r : order) {
             DraftRule& rule = rules_[static_cast<std::size_t>(r)];

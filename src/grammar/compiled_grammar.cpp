@@ -7,9 +7,10 @@
 namespace minfer::grammar {
 namespace {
 
-// A position whose reachable structure serializes to more than this is not shared between
-// grammars (its key would cost more than it saves).
-constexpr std::size_t kMaxKeyBytes = 256 << 10;
+// A position that can reach more elements than this is not shared between grammars: its key
+// would cost more than it saves (such positions are in a schema's own large rules, whose masks are
+// cheap to compute, while what is worth sharing is small: a string's or a number's loop).
+constexpr std::size_t kMaxKeyElements = 1024;
 // Whole-state masks kept per grammar; past this the cache starts over.
 constexpr std::size_t kMaxStateMasks = 512;
 // Accepted tokens are kept as a list below this fraction of the vocabulary.
@@ -25,12 +26,16 @@ CompiledGrammar::CompiledGrammar(ByteGrammar byte_grammar,
       position_masks_(byte_grammar_.elements.size()) {}
 
 std::shared_ptr<CompiledGrammar> CompiledGrammar::compile(
-    const Grammar& grammar, std::shared_ptr<const GrammarVocabulary> vocabulary) {
+    const Grammar& grammar, std::shared_ptr<const GrammarVocabulary> vocabulary, bool eager) {
     ByteGrammar lowered = lower(grammar, vocabulary->special_tokens());
     std::shared_ptr<CompiledGrammar> g(
         new CompiledGrammar(std::move(lowered), std::move(vocabulary)));
-    const std::lock_guard lock(g->mutex_);
-    g->start_locked();
+    {
+        const std::lock_guard lock(g->mutex_);
+        g->start_locked();
+    }
+    // Up front, so that no step of generation pays for a position it reaches first.
+    if (eager && g->byte_grammar_.elements.size() <= kMaxEagerPositions) g->precompute();
     return g;
 }
 
@@ -65,8 +70,9 @@ std::string CompiledGrammar::structural_key(int32_t position) const {
     std::unordered_map<int32_t, int32_t> local_sets;
     std::vector<int32_t> queue;
     const auto put32 = [&](int32_t v) { key.append(reinterpret_cast<const char*>(&v), 4); };
+    std::size_t elements = 0;
     const auto sequence = [&](int32_t p) {
-        for (;; ++p) {
+        for (;; ++p, ++elements) {
             const Element e = g.elements[static_cast<std::size_t>(p)];
             switch (e.kind) {
                 case ElementKind::Bytes: {
@@ -104,8 +110,10 @@ std::string CompiledGrammar::structural_key(int32_t position) const {
     sequence(position);
     for (std::size_t q = 0; q < queue.size(); ++q) {
         key += '|';
-        for (const int32_t a : g.alternatives[static_cast<std::size_t>(queue[q])]) sequence(a);
-        if (key.size() > kMaxKeyBytes) return {};
+        for (const int32_t a : g.alternatives[static_cast<std::size_t>(queue[q])]) {
+            sequence(a);
+            if (elements > kMaxKeyElements) return {};
+        }
     }
     return key;
 }
@@ -126,42 +134,85 @@ std::shared_ptr<const PositionMasks> CompiledGrammar::position_masks_locked(int3
 }
 
 // Sorts every token of the vocabulary into accepted, rejected or uncertain for a stack at
-// `position` alone. Neighbours in byte order share the states of their common prefix; a prefix
-// that no stack can continue decides every token that starts with it at once.
+// `position` alone, walking the vocabulary's trie: a prefix is matched once for all the tokens
+// that share it, and a prefix nothing can continue skips its whole subtree.
+//
+// Where the position's frame can end inside a token (an escape), the rest of the token would be
+// matched by the rule's caller. Rather than keep every such token uncertain, a follower walks the
+// rest from the state of *any* caller (follow_state): a rest no caller can take makes the token
+// rejected here, whatever the stack. The trie walk carries the main state and the followers
+// started on the path, and skips a subtree once all of them are dead.
 std::shared_ptr<const PositionMasks> CompiledGrammar::walk_vocabulary_locked(int32_t position) {
     const GrammarVocabulary& v = *vocabulary_;
+    const auto& trie = v.trie();
     auto masks = std::make_shared<PositionMasks>();
     std::vector<int32_t> accepted;
-    auto& states = walk_states_;
-    auto& escaped = walk_escaped_;  // escaped[d]: a stack left the frame after at most d bytes
-    states.assign(1, automaton_.state_at(position));
-    escaped.assign(1, automaton_.state(states[0]).escaped);
-    std::size_t valid = 0;  // states[0..valid] hold the previous token's prefixes
-    const std::size_t n = v.n_ranked();
-    for (std::size_t r = 0; r < n; ++r) {
-        const std::string_view t = v.bytes_at(r);
-        std::size_t d = std::min<std::size_t>(v.shared_prefix(r), valid);
-        while (d < t.size() && !automaton_.state(states[d]).nodes.empty()) {
-            const StateId next = automaton_.advance(states[d], static_cast<uint8_t>(t[d]));
-            ++d;
-            states.resize(d + 1);
-            escaped.resize(d + 1);
-            states[d] = next;
-            escaped[d] = escaped[d - 1] || automaton_.state(next).escaped;
+    const StateId follow = automaton_.follow_state(automaton_.rule_of(position));
+    struct Follower {
+        uint32_t inside;  // bytes matched inside the frame before it ended
+        StateId state;    // after the rest so far, from follow_state
+    };
+    // The followers of the current path: those after d bytes are followers[begin[d], end[d]).
+    std::vector<Follower> followers;
+    std::vector<std::size_t> begin{0}, end{0};
+    auto& main = walk_states_;  // main[d]: the frame's state after d bytes
+    main.assign(1, automaton_.state_at(position));
+    for (std::size_t i = 1; i < trie.size();) {
+        const auto& node = trie[i];
+        const std::size_t d = node.depth;
+        const StateId parent_main = main[d - 1];
+        const StateId here = automaton_.state(parent_main).nodes.empty()
+                                 ? StackAutomaton::kDead
+                                 : automaton_.advance(parent_main, node.byte);
+        // The parent's followers, advanced by this byte.
+        followers.resize(end[d - 1]);
+        begin.resize(d + 1);
+        end.resize(d + 1);
+        begin[d] = followers.size();
+        for (std::size_t f = begin[d - 1]; f < end[d - 1]; ++f) {
+            const Follower parent = followers[f];
+            if (automaton_.state(parent.state).nodes.empty()) continue;
+            const StateId next = automaton_.advance(parent.state, node.byte);
+            if (automaton_.state(next).alive()) followers.push_back({parent.inside, next});
         }
-        valid = d;
-        if (d == t.size() && automaton_.state(states[d]).alive()) {
-            accepted.push_back(v.id_at(r));
+        const auto& s = automaton_.state(here);
+        for (uint32_t r = node.rank_begin; r < node.rank_begin + node.rank_count; ++r) {
+            if (s.alive()) {
+                accepted.push_back(v.id_at(r));
+                continue;
+            }
+            for (std::size_t f = begin[d]; f < followers.size(); ++f)
+                masks->uncertain.push_back({r, followers[f].inside});
+        }
+        // The frame may end here: the rest of longer tokens goes to a caller.
+        if (s.escaped && !automaton_.state(follow).nodes.empty())
+            followers.push_back({static_cast<uint32_t>(d), follow});
+        end[d] = followers.size();
+        bool continues = !s.nodes.empty();
+        for (std::size_t f = begin[d]; f < end[d] && !continues; ++f)
+            continues = !automaton_.state(followers[f].state).nodes.empty();
+        if (!continues) {
+            i = node.end;
             continue;
         }
-        // Stuck after d bytes: so is every following token that starts with the same d bytes.
-        const bool uncertain = escaped[std::min(d, t.size() - 1)];
-        for (;;) {
-            if (uncertain) masks->uncertain.push_back(static_cast<uint32_t>(r));
-            if (r + 1 >= n || v.shared_prefix(r + 1) < d || d == t.size()) break;
-            ++r;
-        }
+        main.resize(d + 1);
+        main[d] = here;
+        ++i;
     }
+    const auto rest = [&](const PositionMasks::Uncertain& u) {
+        return v.bytes_at(u.rank).substr(u.inside);
+    };
+    std::sort(masks->uncertain.begin(), masks->uncertain.end(),
+              [&](const auto& a, const auto& b) { return rest(a) < rest(b); });
+    masks->bucket.assign(257, 0);
+    std::size_t k = 0;
+    for (int b = 0; b < 256; ++b) {
+        masks->bucket[static_cast<std::size_t>(b)] = static_cast<uint32_t>(k);
+        while (k < masks->uncertain.size() &&
+               static_cast<uint8_t>(rest(masks->uncertain[k])[0]) == b)
+            ++k;
+    }
+    masks->bucket[256] = static_cast<uint32_t>(k);
     if (accepted.size() > static_cast<std::size_t>(v.n_vocab()) / kSparseDivisor) {
         masks->dense = true;
         masks->accepted_bits = TokenMask(v.n_vocab());
@@ -172,14 +223,51 @@ std::shared_ptr<const PositionMasks> CompiledGrammar::walk_vocabulary_locked(int
     return masks;
 }
 
+// The uncertain tokens of a stack's top: the rest of each, after the bytes its rule matches,
+// walked from the state of the rule's caller. Buckets whose first byte the caller refuses are
+// skipped whole; within a bucket, neighbours share the states of their common prefix.
+void CompiledGrammar::check_uncertain_locked(int32_t node, const PositionMasks& masks,
+                                             TokenMask& mask) {
+    const GrammarVocabulary& v = *vocabulary_;
+    const StateId caller = automaton_.return_state(node);
+    if (automaton_.state(caller).nodes.empty()) return;
+    auto& states = walk_states_;
+    for (int b = 0; b < 256; ++b) {
+        const uint32_t begin = masks.bucket[static_cast<std::size_t>(b)];
+        const uint32_t end = masks.bucket[static_cast<std::size_t>(b) + 1];
+        if (begin == end) continue;
+        const StateId first = automaton_.advance(caller, static_cast<uint8_t>(b));
+        if (!automaton_.state(first).alive()) continue;
+        states.assign({caller, first});
+        std::string_view previous;
+        std::size_t valid = 1;
+        for (uint32_t k = begin; k < end; ++k) {
+            const auto& u = masks.uncertain[k];
+            const int32_t id = v.id_at(u.rank);
+            if (mask.test(id)) continue;
+            const std::string_view rest = v.bytes_at(u.rank).substr(u.inside);
+            std::size_t d = 1;
+            const std::size_t limit = std::min({valid, rest.size(), previous.size()});
+            while (d < limit && rest[d] == previous[d]) ++d;
+            while (d < rest.size() && !automaton_.state(states[d]).nodes.empty()) {
+                const StateId next = automaton_.advance(states[d], static_cast<uint8_t>(rest[d]));
+                ++d;
+                states.resize(d + 1);
+                states[d] = next;
+            }
+            valid = d;
+            previous = rest;
+            if (d == rest.size() && automaton_.state(states[d]).alive()) mask.set(id);
+        }
+    }
+}
+
 void CompiledGrammar::mask_locked(StateId state, TokenMask& mask) {
     if (const auto it = state_masks_.find(state); it != state_masks_.end()) {
         mask = it->second;
         return;
     }
-    const GrammarVocabulary& v = *vocabulary_;
     mask.clear();
-    candidates_.clear();
     // Copied: computing a position's masks may add states and move the automaton's storage.
     const std::vector<int32_t> nodes = automaton_.state(state).nodes;
     const bool accepting = automaton_.state(state).accepting;
@@ -192,34 +280,10 @@ void CompiledGrammar::mask_locked(StateId state, TokenMask& mask) {
         }
         const auto masks = position_masks_locked(p);
         masks->add_accepted_to(mask);
-        candidates_.insert(candidates_.end(), masks->uncertain.begin(), masks->uncertain.end());
+        if (!masks->uncertain.empty()) check_uncertain_locked(node, *masks, mask);
     }
     if (accepting) {
-        for (const int32_t id : v.eog_tokens()) mask.set(id);
-    }
-    // The uncertain tokens, with the real stacks; in byte order, so neighbours share prefixes.
-    std::sort(candidates_.begin(), candidates_.end());
-    candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
-    auto& states = walk_states_;
-    states.assign(1, state);
-    std::string_view previous;
-    std::size_t valid = 0;
-    for (const uint32_t rank : candidates_) {
-        const int32_t id = v.id_at(rank);
-        if (mask.test(id)) continue;
-        const std::string_view t = v.bytes_at(rank);
-        std::size_t d = 0;
-        const std::size_t limit = std::min({valid, t.size(), previous.size()});
-        while (d < limit && t[d] == previous[d]) ++d;
-        while (d < t.size() && !automaton_.state(states[d]).nodes.empty()) {
-            const StateId next = automaton_.advance(states[d], static_cast<uint8_t>(t[d]));
-            ++d;
-            states.resize(d + 1);
-            states[d] = next;
-        }
-        valid = d;
-        previous = t;
-        if (d == t.size() && automaton_.state(states[d]).alive()) mask.set(id);
+        for (const int32_t id : vocabulary_->eog_tokens()) mask.set(id);
     }
     if (state_masks_.size() >= kMaxStateMasks) state_masks_.clear();
     state_masks_.emplace(state, mask);

@@ -31,11 +31,16 @@
 
 namespace minfer::grammar {
 
+inline constexpr std::size_t kMaxEagerPositions = 20000;
+
 class CompiledGrammar {
   public:
-    // Throws UsageError for a grammar the matcher cannot run (byte_grammar.h).
+    // Throws UsageError for a grammar the matcher cannot run (byte_grammar.h). With `eager`,
+    // computes the masks of every position unless the grammar has more than kMaxEagerPositions;
+    // the others are computed when generation first reaches them.
     static std::shared_ptr<CompiledGrammar> compile(
-        const Grammar& grammar, std::shared_ptr<const GrammarVocabulary> vocabulary);
+        const Grammar& grammar, std::shared_ptr<const GrammarVocabulary> vocabulary,
+        bool eager = true);
 
     const GrammarVocabulary& vocabulary() const { return *vocabulary_; }
     const ByteGrammar& byte_grammar() const { return byte_grammar_; }
@@ -63,6 +68,7 @@ class CompiledGrammar {
     void mask_locked(StateId state, TokenMask& mask);
     std::shared_ptr<const PositionMasks> position_masks_locked(int32_t position);
     std::shared_ptr<const PositionMasks> walk_vocabulary_locked(int32_t position);
+    void check_uncertain_locked(int32_t node, const PositionMasks& masks, TokenMask& mask);
     std::string structural_key(int32_t position) const;
 
     ByteGrammar byte_grammar_;
@@ -75,8 +81,6 @@ class CompiledGrammar {
     Stats stats_;
     // Scratch of the vocabulary walks.
     std::vector<StateId> walk_states_;
-    std::vector<uint8_t> walk_escaped_;
-    std::vector<uint32_t> candidates_;
 };
 
 // Where one generation is in the grammar.

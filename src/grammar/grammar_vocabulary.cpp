@@ -1,7 +1,6 @@
 #include "grammar/grammar_vocabulary.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "tokenizer/tokenizer.h"
 
@@ -22,7 +21,8 @@ void PositionMasks::add_accepted_to(TokenMask& mask) const {
 }
 
 std::size_t PositionMasks::bytes() const {
-    return accepted_bits.words().size() * 8 + accepted_ids.size() * 4 + uncertain.size() * 4 + 64;
+    return accepted_bits.words().size() * 8 + accepted_ids.size() * 4 + uncertain.size() * 8 +
+           bucket.size() * 4 + 64;
 }
 
 GrammarVocabulary::GrammarVocabulary(const Tokenizer& tokenizer) : n_vocab_(tokenizer.n_vocab()) {
@@ -58,20 +58,36 @@ void GrammarVocabulary::build(std::vector<std::string> pieces) {
     }
     offset_.push_back(static_cast<uint32_t>(bytes_.size()));
     for (int32_t id = 0; id < n_vocab_; ++id) {
-        if (!pieces[static_cast<std::size_t>(id)].empty()) sorted_ids_.push_back(id);
+        const std::size_t size = pieces[static_cast<std::size_t>(id)].size();
+        if (size > 0 && size <= kMaxTokenBytes) sorted_ids_.push_back(id);
     }
     std::sort(sorted_ids_.begin(), sorted_ids_.end(), [&](int32_t a, int32_t b) {
         const std::string_view x = bytes_of(a), y = bytes_of(b);
         return x != y ? x < y : a < b;
     });
-    lcp_.assign(sorted_ids_.size(), 0);
-    for (std::size_t r = 1; r < sorted_ids_.size(); ++r) {
-        const std::string_view a = bytes_at(r - 1), b = bytes_at(r);
-        const auto end = std::min(a.size(), b.size());
-        uint32_t n = 0;
-        while (n < end && a[n] == b[n]) ++n;
-        lcp_[r] = n;
+    // Depth-first nodes: a token adds the prefixes it does not share with the previous one.
+    trie_.push_back({0, 0, 0, 0, 0});
+    std::vector<uint32_t> open{0};  // the nodes of the current path, by depth
+    std::string_view previous;
+    for (std::size_t r = 0; r < sorted_ids_.size(); ++r) {
+        const std::string_view t = bytes_at(r);
+        std::size_t common = 0;
+        while (common < std::min(t.size(), previous.size()) && t[common] == previous[common])
+            ++common;
+        while (open.size() > common + 1) {
+            trie_[open.back()].end = static_cast<uint32_t>(trie_.size());
+            open.pop_back();
+        }
+        for (std::size_t d = common; d < t.size(); ++d) {
+            open.push_back(static_cast<uint32_t>(trie_.size()));
+            trie_.push_back({0, 0, 0, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(t[d])});
+        }
+        TrieNode& leaf = trie_[open.back()];
+        if (leaf.rank_count == 0) leaf.rank_begin = static_cast<uint32_t>(r);
+        ++leaf.rank_count;
+        previous = t;
     }
+    for (const uint32_t node : open) trie_[node].end = static_cast<uint32_t>(trie_.size());
 }
 
 std::string_view GrammarVocabulary::bytes_of(int32_t id) const {

@@ -6,7 +6,8 @@
 // matches that token); and the token masks computed for grammar positions, shared between grammars
 // by the position's structure (two JSON grammars share their string-character masks).
 //
-// Control, unknown and end-of-generation tokens print nothing and are not matched by bytes.
+// Control, unknown and end-of-generation tokens print nothing and are not matched by bytes;
+// neither are tokens longer than kMaxTokenBytes (no real vocabulary has them).
 // Thread-safe: the cache has its own lock.
 
 #include <cstdint>
@@ -26,15 +27,24 @@ class Tokenizer;
 namespace minfer::grammar {
 
 // The tokens a grammar position allows whatever surrounds it (`accepted`), and those it may allow
-// depending on what follows the position's rule (`uncertain`, by rank in the sorted order).
+// depending on what follows the position's rule (`uncertain`): each with the number of its bytes
+// the rule can match before it ends, so that only the rest is checked against the caller. The
+// uncertain entries are sorted by that rest and bucketed by its first byte.
 struct PositionMasks {
+    struct Uncertain {
+        uint32_t rank;    // in the vocabulary's byte order
+        uint32_t inside;  // bytes matched inside the rule; the rest must follow its caller
+    };
     bool dense = false;                 // accepted as a bitset, else as a list of ids
     TokenMask accepted_bits;            // dense
     std::vector<int32_t> accepted_ids;  // !dense
-    std::vector<uint32_t> uncertain;    // sorted ranks
+    std::vector<Uncertain> uncertain;
+    std::vector<uint32_t> bucket;  // [bucket[b], bucket[b + 1]): entries whose rest starts with b
     void add_accepted_to(TokenMask& mask) const;
     std::size_t bytes() const;
 };
+
+inline constexpr std::size_t kMaxTokenBytes = 4096;
 
 class GrammarVocabulary {
   public:
@@ -44,12 +54,22 @@ class GrammarVocabulary {
                       std::unordered_map<std::string, int32_t> special_tokens);
 
     int32_t n_vocab() const { return n_vocab_; }
-    // The tokens matched by bytes, in byte order: rank -> id, bytes, and the length of the prefix
-    // shared with the previous rank (0 for rank 0).
+    // The tokens matched by bytes, in byte order: rank -> id and bytes.
     std::size_t n_ranked() const { return sorted_ids_.size(); }
     int32_t id_at(std::size_t rank) const { return sorted_ids_[rank]; }
     std::string_view bytes_at(std::size_t rank) const { return bytes_of(sorted_ids_[rank]); }
-    uint32_t shared_prefix(std::size_t rank) const { return lcp_[rank]; }
+
+    // The trie of the tokens' bytes, its nodes in depth-first order: a node's subtree is the
+    // nodes up to `end`, so a walk skips a prefix nothing can follow in one step. Node 0 is the
+    // empty prefix.
+    struct TrieNode {
+        uint32_t end;         // one past the last node of this node's subtree
+        uint32_t rank_begin;  // the tokens whose bytes are exactly this prefix: ranks
+        uint32_t rank_count;  //   [rank_begin, rank_begin + rank_count)
+        uint16_t depth;       // the prefix's length
+        uint8_t byte;         // its last byte
+    };
+    const std::vector<TrieNode>& trie() const { return trie_; }
     // "" for tokens not matched by bytes.
     std::string_view bytes_of(int32_t id) const;
     const std::vector<int32_t>& eog_tokens() const { return eog_; }
@@ -66,7 +86,7 @@ class GrammarVocabulary {
     std::string bytes_;             // every piece, concatenated
     std::vector<uint32_t> offset_;  // id -> [offset_[id], offset_[id + 1]) in bytes_
     std::vector<int32_t> sorted_ids_;
-    std::vector<uint32_t> lcp_;
+    std::vector<TrieNode> trie_;
     std::vector<int32_t> eog_;
     std::unordered_map<std::string, int32_t> special_;
 

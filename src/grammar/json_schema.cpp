@@ -114,7 +114,8 @@ class SchemaConverter {
     std::string use(const std::string& name) {
         if (std::find(builtins_.begin(), builtins_.end(), name) != builtins_.end()) return name;
         builtins_.push_back(name);  // before its dependencies: value and object use each other
-        for (const std::string& dependency : json_parts::builtin_dependencies(name)) use(dependency);
+        for (const std::string& dependency : json_parts::builtin_dependencies(name))
+            use(dependency);
         return name;
     }
 

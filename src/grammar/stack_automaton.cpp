@@ -22,6 +22,21 @@ StackAutomaton::StackAutomaton(const ByteGrammar& grammar) : g_(grammar) {
         byte_class_[static_cast<std::size_t>(b)] = it->second;
     }
     n_classes_ = static_cast<int>(classes.size());
+    rule_of_.assign(g_.elements.size(), -1);
+    call_sites_.resize(g_.n_rules());
+    follow_states_.assign(g_.n_rules(), -1);
+    for (std::size_t r = 0; r < g_.n_rules(); ++r) {
+        for (const int32_t a : g_.alternatives[r]) {
+            for (auto p = static_cast<std::size_t>(a);; ++p) {
+                rule_of_[p] = static_cast<int32_t>(r);
+                const Element e = g_.elements[p];
+                if (e.kind == ElementKind::Rule)
+                    call_sites_[static_cast<std::size_t>(e.value)].push_back(
+                        static_cast<int32_t>(p));
+                if (e.kind == ElementKind::End) break;
+            }
+        }
+    }
     intern_state(State{});  // kDead
 }
 
@@ -72,6 +87,10 @@ StackAutomaton::StateId StackAutomaton::close(std::span<const int32_t> seeds) {
                     out.accepting = true;
                 } else if (node.parent == kBoundary) {
                     out.escaped = true;
+                } else if (node.parent == kAnyCaller) {
+                    if (e.value == g_.root) out.accepting = true;
+                    for (const int32_t site : call_sites_[static_cast<std::size_t>(e.value)])
+                        work_.push_back(intern(site + 1, kAnyCaller));
                 } else {
                     work_.push_back(node.parent);
                 }
@@ -127,6 +146,33 @@ StackAutomaton::StateId StackAutomaton::advance(StateId state, std::string_view 
         state = advance(state, static_cast<uint8_t>(c));
     }
     return state;
+}
+
+StackAutomaton::StateId StackAutomaton::return_state(int32_t node) {
+    if (const auto it = return_states_.find(node); it != return_states_.end()) return it->second;
+    const int32_t parent = nodes_[static_cast<std::size_t>(node)].parent;
+    StateId s = kDead;
+    if (parent >= 0) {
+        s = close(std::span(&parent, 1));
+    } else if (parent == kBottom) {
+        State done;
+        done.accepting = true;
+        s = intern_state(std::move(done));
+    }
+    return_states_.emplace(node, s);
+    return s;
+}
+
+StackAutomaton::StateId StackAutomaton::follow_state(int32_t rule) {
+    StateId& s = follow_states_[static_cast<std::size_t>(rule)];
+    if (s >= 0) return s;
+    std::vector<int32_t> seeds;
+    for (const int32_t site : call_sites_[static_cast<std::size_t>(rule)])
+        seeds.push_back(intern(site + 1, kAnyCaller));
+    StateId out = kDead;
+    if (!seeds.empty()) out = close(seeds);
+    follow_states_[static_cast<std::size_t>(rule)] = out;
+    return out;
 }
 
 StackAutomaton::StateId StackAutomaton::advance_token(StateId state, int32_t token) {

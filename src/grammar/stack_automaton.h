@@ -46,6 +46,14 @@ class StackAutomaton {
     StateId advance(StateId state, std::string_view bytes);
     // Through a Token element matching `token` (special tokens, which have no bytes).
     StateId advance_token(StateId state, int32_t token);
+    // Where the stack `node` continues once the rule it is in ends: its caller's state.
+    StateId return_state(int32_t node);
+    // Where any caller of `rule` may continue once it ends, whatever the stack (an over-
+    // approximation: a rule that ends returns to every place that calls it). Bytes this state
+    // cannot match never follow the rule.
+    StateId follow_state(int32_t rule);
+    // The rule whose alternative holds `position`.
+    int32_t rule_of(int32_t position) const { return rule_of_[static_cast<std::size_t>(position)]; }
 
     const State& state(StateId id) const { return states_[static_cast<std::size_t>(id)]; }
     int32_t position_of(int32_t node) const {
@@ -56,8 +64,9 @@ class StackAutomaton {
     std::size_t n_nodes() const { return nodes_.size(); }
 
   private:
-    static constexpr int32_t kBottom = -1;    // below the start rule
-    static constexpr int32_t kBoundary = -2;  // below a mask computation's frame
+    static constexpr int32_t kBottom = -1;     // below the start rule
+    static constexpr int32_t kBoundary = -2;   // below a mask computation's frame
+    static constexpr int32_t kAnyCaller = -3;  // below follow_state's frames: every call site
 
     struct Node {
         int32_t position;
@@ -78,6 +87,10 @@ class StackAutomaton {
     std::vector<uint8_t> byte_class_;  // byte -> class: bytes in exactly the same byte sets
     int n_classes_ = 0;
     std::vector<StateId> transitions_;  // state * n_classes_ + class; -1 = not computed yet
+    std::unordered_map<int32_t, StateId> return_states_;
+    std::vector<int32_t> rule_of_;                  // position -> rule
+    std::vector<std::vector<int32_t>> call_sites_;  // rule -> positions of Rule elements calling it
+    std::vector<StateId> follow_states_;            // rule -> follow_state, -1 until computed
     // Scratch of close().
     std::vector<int32_t> work_, tops_;
     std::vector<uint32_t> seen_;
