@@ -11,8 +11,8 @@ namespace minfer::cli {
 
 struct SamplingFlags {
     SamplingParams params;
-    std::vector<std::string> logit_bias;  // "ID+BIAS", "ID-BIAS", "ID=BIAS", "ID-inf"
-    std::string seed = "-1";              // -1: random; else 0 .. 2^64-1
+    std::vector<std::string> logit_bias;           // "ID+BIAS", "ID-BIAS", "ID=BIAS", "ID-inf"
+    std::string seed = "-1";                       // -1: random; else 0 .. 2^64-1
     std::vector<const CLI::Option*> draw_options;  // meaningless with --temp 0
 };
 

@@ -23,6 +23,7 @@
 #include "backend/backend.h"
 #include "engine/paged_kv_cache.h"
 #include "engine/stop_strings.h"
+#include "grammar/compiled_grammar.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "tokenizer/streaming_decoder.h"
@@ -59,6 +60,7 @@ enum class StopReason {
     CacheFull,        // "cache": the KV pool cannot hold the sequence even alone
     Cancelled,        // "interrupted": cancel() (Ctrl-C, a client that went away)
     PromptDone,       // "prompt": a sequence that only evaluates its prompt (score) is done
+    NoAllowedToken,   // "no-token": the grammar allows only tokens the logit bias bans
 };
 const char* stop_reason_name(StopReason reason);
 
@@ -82,6 +84,10 @@ struct SequenceParams {
     // Keep the sequence's cache after it finishes, for continue_from (chat). Otherwise its blocks
     // go to the prefix cache when it finishes.
     bool keep = false;
+    // Constrains the generated text to a grammar compiled for this model's vocabulary: each token
+    // is sampled among those the grammar allows, and generation ends once the grammar is complete
+    // and nothing may follow (or the model ends it where the grammar may end).
+    std::shared_ptr<grammar::CompiledGrammar> grammar;
 };
 
 struct SequenceStats {

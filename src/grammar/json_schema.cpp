@@ -139,7 +139,7 @@ class SchemaConverter {
 
     // A JSON value written out: its compact JSON text, then whitespace.
     std::string json_literal(const Json& v) {
-        return literal(v.dump(-1, ' ', false, Json::error_handler_t::strict)) + " " + use("ws");
+        return literal(v.dump(-1, ' ', false, Json::error_handler_t::strict));
     }
 
     const Json& resolve(const std::string& ref, const std::string& pointer) const {
@@ -373,7 +373,7 @@ class SchemaConverter {
             if (!json_parts::is_format(format))
                 fail(pointer, concat("the format '", format,
                                      "' is not supported (date, time, date-time, uuid are)"));
-            return "\"\\\"\" " + use(format) + " \"\\\"\" " + use("ws");
+            return "\"\\\"\" " + use(format) + " \"\\\"\"";
         }
         if (s.contains("pattern")) {
             if (!s["pattern"].is_string()) fail(pointer, "'pattern' must be a string");
@@ -386,12 +386,12 @@ class SchemaConverter {
             } catch (const UsageError& error) {
                 fail(pointer, error.what());
             }
-            return add_rule(hint, "\"\\\"\" (" + expr_to_gbnf(e) + ") \"\\\"\" " + use("ws"));
+            return add_rule(hint, "\"\\\"\" (" + expr_to_gbnf(e) + ") \"\\\"\"");
         }
         if (!lengths) return use("string");
         const std::string repeat =
             max ? concat("{", min.value_or(0), ",", *max, "}") : concat("{", min.value_or(0), ",}");
-        return add_rule(hint, "\"\\\"\" " + use("char") + repeat + " \"\\\"\" " + use("ws"));
+        return add_rule(hint, "\"\\\"\" " + use("char") + repeat + " \"\\\"\"");
     }
 
     // A numeric bound as an integer bound: the smallest (lower) or largest (upper) integer allowed.
@@ -417,7 +417,7 @@ class SchemaConverter {
         if (!lo && !hi) return use(type == "integer" ? "integer" : "number");
         // A bounded number is generated as an integer: a valid subset, and exact.
         if (lo && hi && *lo > *hi) fail(pointer, "no integer lies within 'minimum' and 'maximum'");
-        return "(" + json_parts::integer_range(lo, hi) + ") " + use("ws");
+        return "(" + json_parts::integer_range(lo, hi) + ")";
     }
 
     std::string visit_object(const Json& s, const std::string& hint, const std::string& pointer,
@@ -466,15 +466,16 @@ class SchemaConverter {
             fail(pointer, concat("more than ", kMaxTupleItems, " properties"));
         const auto kv = [&](const Property& p) {
             return literal(Json(p.name).dump(-1, ' ', false, Json::error_handler_t::replace)) +
-                   " " + use("ws") + " \":\" " + use("ws") + " " + p.value;
+                   " " + use("ws") + " \":\" " + use("ws") + " " + p.value + " " + use("ws");
         };
         std::string additional_kv;
         if (additional) {
             std::vector<std::string> names;
             for (const Property& p : props) names.push_back(p.name);
-            additional_kv = add_rule(hint + "-additional-kv", key_not_in(names, hint, pointer) +
-                                                                  " " + use("ws") + " \":\" " +
-                                                                  use("ws") + " " + *additional);
+            additional_kv =
+                add_rule(hint + "-additional-kv", key_not_in(names, hint, pointer) + " " +
+                                                      use("ws") + " \":\" " + use("ws") + " " +
+                                                      *additional + " " + use("ws"));
         }
         // rest(i, first): the properties from i on, `first` when none was written yet (no comma).
         const std::size_t n = props.size();
@@ -501,9 +502,8 @@ class SchemaConverter {
                 from_start[k] = add_rule(hint + "-from-" + props[k].name, from_start[k]);
             }
         }
-        std::string body = "\"{\" " + use("ws") +
-                           (from_start[0].empty() ? "" : " " + from_start[0]) + " \"}\" " +
-                           use("ws");
+        std::string body =
+            "\"{\" " + use("ws") + (from_start[0].empty() ? "" : " " + from_start[0]) + " \"}\"";
         return add_rule(hint, body);
     }
 
@@ -548,7 +548,7 @@ class SchemaConverter {
             int64_t k = j;
             std::string closing;
             for (; k < p && (!max || k < *max); ++k) {
-                const std::string element = "\",\" " + use("ws") + " " + slot(k);
+                const std::string element = "\",\" " + use("ws") + " " + slot(k) + " " + use("ws");
                 if (k < min) {
                     out += " " + element;
                 } else {
@@ -560,19 +560,19 @@ class SchemaConverter {
                 if (k >= p && !no_more) {
                     const int64_t lo = std::max<int64_t>(0, min - k);
                     const std::string upper = max ? std::to_string(*max - k) : "";
-                    out += " (\",\" " + use("ws") + " " + item + "){" + std::to_string(lo) + "," +
-                           upper + "}";
+                    out += " (\",\" " + use("ws") + " " + item + " " + use("ws") + "){" +
+                           std::to_string(lo) + "," + upper + "}";
                 }
             }
             return out + closing;
         };
         std::string body;
         if (max && *max == 0) {
-            body = "\"[\" " + use("ws") + " \"]\" " + use("ws");
+            body = "\"[\" " + use("ws") + " \"]\"";
         } else {
-            const std::string elements = slot(0) + tail(1);
+            const std::string elements = slot(0) + " " + use("ws") + tail(1);
             body = "\"[\" " + use("ws") + " " + (min == 0 ? "(" + elements + ")?" : elements) +
-                   " \"]\" " + use("ws");
+                   " \"]\"";
         }
         return add_rule(hint, body);
     }
@@ -690,6 +690,19 @@ class SchemaConverter {
 
 std::string json_schema_to_gbnf(const Json& schema) {
     return SchemaConverter(schema).convert();
+}
+
+Json parse_json_schema_text(std::string_view text) {
+    try {
+        return Json::parse(text, [](int depth, Json::parse_event_t, Json&) {
+            if (depth > kMaxSchemaTextDepth)
+                throw UsageError(
+                    concat("json schema: nests deeper than ", kMaxSchemaTextDepth, " levels"));
+            return true;
+        });
+    } catch (const Json::exception& e) {
+        throw UsageError(concat("json schema: not valid JSON: ", e.what()));
+    }
 }
 
 std::string json_object_gbnf() {

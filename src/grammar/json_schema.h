@@ -17,15 +17,21 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace minfer::grammar {
 
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
 
+// Parses the JSON text of a schema (a flag, a file): UsageError for malformed JSON or nesting
+// deeper than kMaxSchemaTextDepth, before any conversion.
+nlohmann::ordered_json parse_json_schema_text(std::string_view text);
+
 // The grammar of any JSON value (response_format json_object): an object at the top.
 std::string json_object_gbnf();
 
 inline constexpr int kMaxSchemaDepth = 128;
+inline constexpr int kMaxSchemaTextDepth = 512;
 inline constexpr std::size_t kMaxEnumValues = 10000;
 inline constexpr std::size_t kMaxTupleItems = 1000;
 

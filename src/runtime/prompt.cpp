@@ -25,7 +25,8 @@ std::vector<int32_t> tokenize_chat_prompt(const LoadedModel& m, std::string_view
     return m.tokenizer->tokenize(text, /*add_special=*/true, /*parse_special=*/true);
 }
 
-std::vector<int32_t> chat_prompt_tokens(const LoadedModel& m, const nlohmann::ordered_json& messages) {
+std::vector<int32_t> chat_prompt_tokens(const LoadedModel& m,
+                                        const nlohmann::ordered_json& messages) {
     return tokenize_chat_prompt(m, render_chat_prompt(m, messages));
 }
 
@@ -35,7 +36,8 @@ std::vector<int32_t> single_prompt_tokens(const LoadedModel& m, const std::strin
         std::vector<int32_t> tokens =
             m.tokenizer->tokenize(text, /*add_special=*/true, /*parse_special=*/true);
         if (tokens.empty())
-            throw UsageError("the prompt is empty and the model adds no BOS token: nothing to continue");
+            throw UsageError(
+                "the prompt is empty and the model adds no BOS token: nothing to continue");
         return tokens;
     }
     auto messages = nlohmann::ordered_json::array();

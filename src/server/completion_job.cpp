@@ -10,6 +10,7 @@ const char* finish_reason_of(StopReason r) {
         case StopReason::EndOfGeneration:
         case StopReason::StopString:
         case StopReason::PromptDone:
+        case StopReason::NoAllowedToken:
             return "stop";
         case StopReason::MaxTokens:
         case StopReason::ContextFull:
