@@ -89,14 +89,28 @@ std::string sanitize(const std::string& hint) {
 
 class SchemaConverter {
   public:
-    explicit SchemaConverter(const Json& root) : root_(root) {
+    SchemaConverter() {
         for (const char* name : json_parts::kBuiltinNames) names_.insert(name);
         names_.insert("root");
     }
 
-    std::string convert() {
-        const std::string body = visit(root_, "root", "#", 0);
-        std::string out = "root ::= " + body + "\n";
+    // The rule that matches the schema's values; its references resolve within `schema`.
+    std::string add_schema(const Json& schema, const std::string& name) {
+        root_ = &schema;
+        ref_rules_.clear();  // pointers are relative to each schema
+        const std::string body = visit(schema, name, "#", 0);
+        root_ = nullptr;
+        return add_rule(name, body);
+    }
+
+    std::string add_rule(const std::string& hint, const std::string& body) {
+        const std::string name = unique_name(hint);
+        rules_.emplace_back(name, body);
+        return name;
+    }
+
+    std::string rules() const {
+        std::string out;
         for (const auto& [name, rule] : rules_) out += name + " ::= " + rule + "\n";
         for (const std::string& name : builtins_) out += json_parts::builtin_rule(name) + "\n";
         if (out.size() > kMaxGrammarBytes)
@@ -105,10 +119,7 @@ class SchemaConverter {
         return out;
     }
 
-  private:
-    [[noreturn]] static void fail(const std::string& pointer, const std::string& what) {
-        throw UsageError(concat("json schema: ", what, " at ", pointer));
-    }
+    std::string reserve(const std::string& hint) { return unique_name(hint); }
 
     // A builtin rule (json_parts), emitted once at the end.
     std::string use(const std::string& name) {
@@ -119,17 +130,16 @@ class SchemaConverter {
         return name;
     }
 
+  private:
+    [[noreturn]] static void fail(const std::string& pointer, const std::string& what) {
+        throw UsageError(concat("json schema: ", what, " at ", pointer));
+    }
+
     std::string unique_name(const std::string& hint) {
         const std::string base = sanitize(hint);
         std::string name = base;
         for (int i = 2; names_.count(name) != 0; ++i) name = concat(base, "-", i);
         names_.insert(name);
-        return name;
-    }
-
-    std::string add_rule(const std::string& hint, const std::string& body) {
-        const std::string name = unique_name(hint);
-        rules_.emplace_back(name, body);
         return name;
     }
 
@@ -145,7 +155,7 @@ class SchemaConverter {
     const Json& resolve(const std::string& ref, const std::string& pointer) const {
         if (ref.empty() || ref[0] != '#')
             fail(pointer, concat("the $ref '", ref, "' is not local (only '#...' references are)"));
-        const Json* at = &root_;
+        const Json* at = root_;
         std::size_t i = 1;
         if (i < ref.size() && ref[i] != '/')
             fail(pointer, concat("the $ref '", ref, "' is not a JSON pointer"));
@@ -679,7 +689,7 @@ class SchemaConverter {
         return "\"\\\"\" " + rule_names[0];
     }
 
-    const Json& root_;
+    const Json* root_ = nullptr;  // the schema being added
     std::vector<std::pair<std::string, std::string>> rules_;
     std::set<std::string> names_;
     std::map<std::string, std::string> ref_rules_;
@@ -689,7 +699,36 @@ class SchemaConverter {
 }  // namespace
 
 std::string json_schema_to_gbnf(const Json& schema) {
-    return SchemaConverter(schema).convert();
+    SchemaConverter converter;
+    const std::string value = converter.add_schema(schema, "value-of-root");
+    return "root ::= " + value + "\n" + converter.rules();
+}
+
+struct JsonGrammarBuilder::Impl {
+    SchemaConverter converter;
+};
+
+JsonGrammarBuilder::JsonGrammarBuilder() : impl_(std::make_unique<Impl>()) {}
+JsonGrammarBuilder::~JsonGrammarBuilder() = default;
+
+std::string JsonGrammarBuilder::add_schema(const Json& schema, const std::string& name) {
+    return impl_->converter.add_schema(schema, name);
+}
+
+std::string JsonGrammarBuilder::add_rule(const std::string& hint, const std::string& body) {
+    return impl_->converter.add_rule(hint, body);
+}
+
+std::string JsonGrammarBuilder::reserve_name(const std::string& hint) {
+    return impl_->converter.reserve(hint);
+}
+
+std::string JsonGrammarBuilder::builtin(const std::string& name) {
+    return impl_->converter.use(name);
+}
+
+std::string JsonGrammarBuilder::rules() const {
+    return impl_->converter.rules();
 }
 
 Json parse_json_schema_text(std::string_view text) {

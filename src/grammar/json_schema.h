@@ -15,6 +15,7 @@
 // 16 after it and 3 in the exponent; whitespace between tokens is at most a newline and 20
 // spaces or tabs: every finished text stays short, which small or confused models need to finish.
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -22,6 +23,28 @@
 namespace minfer::grammar {
 
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
+
+// Several schemas in one grammar (the parameters of each tool), with rules of one's own around
+// them. Rule names are made unique from the hints given.
+class JsonGrammarBuilder {
+  public:
+    JsonGrammarBuilder();
+    ~JsonGrammarBuilder();
+    // The name of a rule matching the schema's values ($refs resolve within `schema`).
+    std::string add_schema(const nlohmann::ordered_json& schema, const std::string& name);
+    // A rule of GBNF text; returns its name.
+    std::string add_rule(const std::string& hint, const std::string& body);
+    // A unique rule name for a rule the caller writes itself.
+    std::string reserve_name(const std::string& hint);
+    // A builtin rule by name (ws, string, value, ...), emitted with the rules.
+    std::string builtin(const std::string& name);
+    // Every rule, one a line (without a root: the caller writes `root ::= ...`).
+    std::string rules() const;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 // Parses the JSON text of a schema (a flag, a file): UsageError for malformed JSON or nesting
 // deeper than kMaxSchemaTextDepth, before any conversion.
