@@ -42,6 +42,7 @@ struct JobSpec {
     bool ignore_eos = false;
     int n = 1;
     int top_logprobs = -1;  // -1: no log-probabilities
+    std::shared_ptr<grammar::CompiledGrammar> grammar;  // every choice's answer follows it
 };
 
 // What a job hears; every call on the engine thread.
