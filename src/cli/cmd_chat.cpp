@@ -8,7 +8,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,9 +19,11 @@
 #include "cli/interrupt.h"
 #include "cli/model_loading.h"
 #include "cli/sampling_flags.h"
+#include "cli/standard_input.h"
 #include "cli/standard_output.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/log.h"
 #include "runtime/chat_session.h"
 
 namespace minfer::cli {
@@ -48,12 +49,7 @@ class LineReader {
     bool interactive() const { return interactive_; }
 
     std::optional<std::string> next() {
-        if (!interactive_) {
-            std::string line;
-            if (!std::getline(std::cin, line)) return std::nullopt;
-            if (!line.empty() && line.back() == '\r') line.pop_back();
-            return line;
-        }
+        if (!interactive_) return read_standard_input_line();
         while (true) {
             char* raw = readline("> ");
             if (raw == nullptr) {
@@ -96,6 +92,7 @@ void add_chat_command(CLI::App& app) {
     add_grammar_flags(cmd, o->grammar);
     cmd->callback([o] {
         const SamplingParams sampling = to_sampling_params(o->sampling);
+        if (::isatty(STDIN_FILENO) != 1) require_readable_standard_input();
         std::optional<std::string> template_source;
         if (!o->template_file.empty())
             template_source = read_file(o->template_file, "the template file");
@@ -156,7 +153,7 @@ void add_chat_command(CLI::App& app) {
                 // On a terminal, a conversation that no longer fits is said and the session
                 // stays usable (/clear); from a script it fails the command.
                 if (!reader.interactive()) throw;
-                std::fprintf(stderr, "minfer: %s; /clear starts over\n", e.what());
+                log_info(concat("minfer: ", e.what(), "; /clear starts over"));
             }
         }
     });

@@ -92,7 +92,7 @@ Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokeniz
     if (prefill_chunk_ < 0)
         throw UsageError(concat("the prefill chunk must be 0 or more, got ", prefill_chunk_));
     const int64_t kv_tokens = options.kv_tokens > 0 ? options.kv_tokens : n_ctx_;
-    if (kv_tokens > (int64_t{1} << 30))
+    if (kv_tokens > kMaxKvTokens)
         throw UsageError(concat("a KV cache of ", kv_tokens, " tokens is beyond any machine"));
     const int64_t n_blocks = (kv_tokens + kKvBlockSize - 1) / kKvBlockSize;
     const KvCacheSpec spec = model_->kv_cache_spec(options.kv_type, n_blocks);
@@ -100,7 +100,7 @@ Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokeniz
     require_memory(
         spec.bytes(),
         concat("a KV cache of ", kv_tokens, " tokens (", type_name(options.kv_type), ")"),
-        "; lower --ctx or use --cache-type q8_0");
+        options.memory_advice);
     kv_ = PagedKvCache(static_cast<int32_t>(n_blocks), kKvBlockSize);
     pool_ =
         shared_thread_pool(clamp_thread_count(options.n_threads, "n_threads"), options.pin_threads);

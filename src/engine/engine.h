@@ -33,6 +33,9 @@ namespace minfer {
 
 class ThreadPool;
 
+// The most positions a KV cache may hold (beyond any machine's memory for any model).
+inline constexpr int64_t kMaxKvTokens = int64_t{1} << 30;
+
 struct EngineOptions {
     int64_t n_ctx = 0;      // positions one sequence may hold; 0 = min(4096, the model's)
     int64_t n_batch = 512;  // the most tokens one forward pass evaluates
@@ -45,7 +48,9 @@ struct EngineOptions {
     // One thread per CPU, pinned: on some VMs (Firecracker) unpinned threads pile onto one vCPU.
     bool pin_threads = true;
     GgmlType kv_type = GgmlType::F16;
-    bool batch_invariant = true;                             // see BackendOptions
+    bool batch_invariant = true;  // see BackendOptions
+    // Appended to the error for a KV cache beyond the memory: the flags that size it.
+    std::string memory_advice = "; lower --ctx or use --cache-type q8_0";
     std::function<void(const Op& op, double micros)> trace;  // per-op timing (MINFER_TRACE)
     // The backend to run graphs on; unset: the CPU backend. (The tests' naive reference backend
     // comes in here; a GPU backend will.)

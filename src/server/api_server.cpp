@@ -15,6 +15,7 @@
 #include "server/chat_page.h"
 #include "server/completion_job.h"
 #include "server/generation_service.h"
+#include "server/header_value.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/reasoning_split.h"
@@ -135,8 +136,8 @@ struct ApiServer::State {
 
 ApiServer::ApiServer(ServerOptions options, std::function<ServedModel()> load)
     : options_(std::move(options)), load_(std::move(load)), state_(std::make_unique<State>()) {
-    if (options_.cors_origin.find_first_of("\r\n") != std::string::npos)
-        throw UsageError("--cors-origin must not hold a line break");
+    require_header_value(options_.cors_origin, "--cors-origin");
+    require_header_value(options_.api_key, "the API key");
     state_->http = std::make_unique<HttpServer>(
         options_.host, options_.port, options_.limits,
         [this](HttpRequest request, std::shared_ptr<Reply> reply) {
@@ -156,7 +157,10 @@ ApiServer::ApiServer(ServerOptions options, std::function<ServedModel()> load)
 }
 
 std::string ApiServer::url() const {
-    return concat("http://", options_.host, ":", port());
+    // An IPv6 address in brackets, so that the URL printed can be used (bench-serve, browsers).
+    const bool ipv6 = options_.host.find(':') != std::string::npos;
+    return ipv6 ? concat("http://[", options_.host, "]:", port())
+                : concat("http://", options_.host, ":", port());
 }
 
 ApiServer::~ApiServer() {
