@@ -1,11 +1,11 @@
 // Token-mask speed of constrained generation: the time to compute the mask of allowed tokens at
 // each step of a real JSON text, for the JSON grammar and for a schema with nested objects,
-// arrays and enums, on GPT-2's vocabulary (50,257 tokens, from ../shared) and on a vocabulary of
-// Qwen2's size (151,936 tokens: GPT-2's pieces, then pairs of them and CJK characters, since
-// Qwen2's own is too large to ship). Prints the per-vocabulary work done once at model load, the
-// compile time of each grammar, and mean / p50 / p99 / max mask time per token, for a grammar
-// compiled for the request (cold: every state met for the first time) and again for the same
-// grammar (warm: the state masks cached).
+// arrays and enums and for tool calls (Qwen's syntax, tool_choice required and auto), on GPT-2's
+// vocabulary (50,257 tokens, from ../shared) and on a vocabulary of Qwen2's size (151,936 tokens:
+// GPT-2's pieces, then pairs of them and CJK characters, since Qwen2's own is too large to ship).
+// Prints the per-vocabulary work done once at model load, the compile time of each grammar, and
+// mean / p50 / p99 / max mask time per token, for a grammar compiled for the request (cold: every
+// state met for the first time) and again for the same grammar (warm: the state masks cached).
 //
 //   ./build/release/bench/bench_grammar
 
@@ -24,6 +24,7 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_vocabulary.h"
 #include "grammar/json_schema.h"
+#include "runtime/tool_calling.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -100,6 +101,28 @@ const char* kJsonText = R"({
   "flags": [true, false, true, null],
   "summary": "Revenue grew in every region except Southern Europe, where two contracts ended early. The new pricing page lifted conversion by 0.8 points."
 })";
+
+const char* kToolCallText =
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+    "{\"city\":\"Rio de Janeiro\",\"unit\":\"celsius\",\"days\":3}}\n</tool_call>";
+
+const std::string kTextThenToolCallStorage =
+    std::string("Let me look that up for you.\n") + kToolCallText;
+const char* kTextThenToolCall = kTextThenToolCallStorage.c_str();
+
+// Two tools in Qwen's (Hermes) syntax, and a third named `extra` when given (a new grammar).
+std::string tools_gbnf(minfer::ToolChoice::Kind kind, const std::string& extra) {
+    auto tools = nlohmann::ordered_json::parse(R"([
+      {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]},
+        "days": {"type": "integer", "minimum": 1, "maximum": 14}}, "required": ["city"]}}},
+      {"type": "function", "function": {"name": "search", "parameters": {"type": "object",
+        "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+        "required": ["query"]}}}])");
+    if (!extra.empty()) tools.push_back({{"type", "function"}, {"function", {{"name", extra}}}});
+    return minfer::tool_call_grammar(minfer::chat::ToolCallFormat::Hermes, tools, {kind, ""}, true)
+        .to_gbnf();
+}
 
 // Greedy longest match over the vocabulary's pieces: tokens of realistic lengths for the walk.
 std::vector<int32_t> tokenize_greedy(const GrammarVocabulary& v, const std::string& text) {
@@ -207,8 +230,12 @@ void bench_vocabulary(const char* name, std::vector<std::string> pieces) {
         const char* name;
         std::string gbnf;
         const char* text;
-    } cases[] = {{"json", minfer::grammar::json_object_gbnf(), kJsonText},
-                 {"schema", minfer::grammar::json_schema_to_gbnf(schema), kSchemaText}};
+    } cases[] = {
+        {"json", minfer::grammar::json_object_gbnf(), kJsonText},
+        {"schema", minfer::grammar::json_schema_to_gbnf(schema), kSchemaText},
+        {"tools-required", tools_gbnf(minfer::ToolChoice::Kind::Required, ""), kToolCallText},
+        {"tools-auto", tools_gbnf(minfer::ToolChoice::Kind::Auto, ""), kTextThenToolCall},
+    };
     for (const auto& c : cases) {
         const auto tokens = tokenize_greedy(*vocab, c.text);
         // Compile time as a request pays it: schema -> grammar -> every position's masks. Each

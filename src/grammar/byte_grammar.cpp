@@ -444,14 +444,11 @@ class Lowerer {
         };
         for (const int32_t r : order) {
             DraftRule& rule = rules_[static_cast<std::size_t>(r)];
-            // Only loops (`r ::= x r | ""`, as x* lowers): their body is inlined so that the
-            // loop's stacks stay in one frame. Inlining elsewhere gains nothing and would unroll
-            // chains such as x{0,20}.
-            const bool loop = std::any_of(
-                rule.alternatives.begin(), rule.alternatives.end(), [&](const Sequence& s) {
-                    return !s.empty() && s.back().kind == ElementKind::Rule && s.back().value == r;
-                });
-            if (!loop) continue;
+            // Only rules that recur (a loop `r ::= x r | ""`, as x* lowers, or rules that call
+            // each other in a cycle): their small callees are inlined so that the loop's stacks
+            // stay in one frame. Inlining elsewhere gains nothing and would unroll chains such as
+            // x{0,20}.
+            if (!recursive[static_cast<std::size_t>(r)]) continue;
             std::vector<Sequence> done;
             std::vector<Sequence> work(rule.alternatives.rbegin(), rule.alternatives.rend());
             bool gave_up = false;

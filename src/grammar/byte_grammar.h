@@ -6,10 +6,10 @@
 // literals equal to a control token's text (`<tool_call>`, `[TOOL_CALLS]`) may also be that token.
 //
 // Layout: `elements` holds every alternative's elements followed by an End element, so a position
-// in the grammar is one index into it. The body of a loop (`x` of x*) is inlined into the loop's
-// rule when it is small and does not recurse, so that a loop such as a JSON string's characters
-// runs inside one rule: the token masks cached per position (compiled_grammar.h) then depend on
-// less of the surrounding stack.
+// in the grammar is one index into it. A small rule that does not recurse is inlined where a loop
+// calls it (the `x` of x*, or rules that call each other in a cycle), so that a loop such as a
+// JSON string's characters runs inside one rule: the token masks cached per position
+// (compiled_grammar.h) then depend on less of the surrounding stack.
 //
 // lower() refuses what the matcher cannot run: left recursion (`a ::= a "x" | "y"`), a start rule
 // that can never finish, and grammars that expand past kMaxElements.
