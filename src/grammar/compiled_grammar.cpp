@@ -23,7 +23,7 @@ CompiledGrammar::CompiledGrammar(ByteGrammar byte_grammar,
     : byte_grammar_(std::move(byte_grammar)),
       vocabulary_(std::move(vocabulary)),
       automaton_(byte_grammar_),
-      position_masks_(byte_grammar_.elements.size()) {}
+      positions_(byte_grammar_.elements.size()) {}
 
 std::shared_ptr<CompiledGrammar> CompiledGrammar::compile(
     const Grammar& grammar, std::shared_ptr<const GrammarVocabulary> vocabulary, bool eager) {
@@ -35,7 +35,7 @@ std::shared_ptr<CompiledGrammar> CompiledGrammar::compile(
         g->start_locked();
     }
     // Up front, so that no step of generation pays for a position it reaches first.
-    if (eager && g->byte_grammar_.elements.size() <= kMaxEagerPositions) g->precompute();
+    if (eager) g->precompute();
     return g;
 }
 
@@ -49,10 +49,19 @@ std::size_t CompiledGrammar::precompute() {
     std::size_t n = 0;
     for (std::size_t p = 0; p < byte_grammar_.elements.size(); ++p) {
         if (byte_grammar_.elements[p].kind != ElementKind::Bytes) continue;
-        position_masks_locked(static_cast<int32_t>(p));
+        position_locked(static_cast<int32_t>(p));
         ++n;
     }
     return n;
+}
+
+void CompiledGrammar::spend(uint64_t units) {
+    work_ += units;
+    if (work_ > kMaxWorkUnits)
+        throw UsageError(concat("grammar: preparing its token masks takes more than ",
+                                kMaxWorkUnits,
+                                " steps for this vocabulary; long {m,n} "
+                                "repetitions of wide character classes cost the most"));
 }
 
 CompiledGrammar::Stats CompiledGrammar::stats() const {
@@ -118,101 +127,103 @@ std::string CompiledGrammar::structural_key(int32_t position) const {
     return key;
 }
 
-std::shared_ptr<const PositionMasks> CompiledGrammar::position_masks_locked(int32_t position) {
-    auto& slot = position_masks_[static_cast<std::size_t>(position)];
-    if (slot) return slot;
+const CompiledGrammar::Position& CompiledGrammar::position_locked(int32_t position) {
+    Position& slot = positions_[static_cast<std::size_t>(position)];
+    if (slot.masks) return slot;
     const std::string key = structural_key(position);
-    if (!key.empty()) slot = vocabulary_->cached(key);
-    if (slot) {
+    std::shared_ptr<const PositionMasks> masks;
+    if (!key.empty()) masks = vocabulary_->cached(key);
+    if (masks) {
         ++stats_.positions_shared;
-        return slot;
+    } else {
+        masks = walk_vocabulary_locked(position);
+        ++stats_.positions_computed;
+        if (!key.empty()) vocabulary_->cache(key, masks);
     }
-    slot = walk_vocabulary_locked(position);
-    ++stats_.positions_computed;
-    if (!key.empty()) vocabulary_->cache(key, slot);
+    slot.uncertain = keep_followable_locked(position, *masks);
+    slot.masks = std::move(masks);
     return slot;
 }
 
 // Sorts every token of the vocabulary into accepted, rejected or uncertain for a stack at
 // `position` alone, walking the vocabulary's trie: a prefix is matched once for all the tokens
-// that share it, and a prefix nothing can continue skips its whole subtree.
-//
-// Where the position's frame can end inside a token (an escape), the rest of the token would be
-// matched by the rule's caller. Rather than keep every such token uncertain, a follower walks the
-// rest from the state of *any* caller (follow_state): a rest no caller can take makes the token
-// rejected here, whatever the stack. The trie walk carries the main state and the followers
-// started on the path, and skips a subtree once all of them are dead.
+// that share it, and a prefix nothing can continue decides its whole subtree at once. Where the
+// position's frame can end (an escape, after d bytes), every longer token below gets an
+// uncertain entry with inside = d: whether the rest fits is the callers' business.
 std::shared_ptr<const PositionMasks> CompiledGrammar::walk_vocabulary_locked(int32_t position) {
     const GrammarVocabulary& v = *vocabulary_;
     const auto& trie = v.trie();
     auto masks = std::make_shared<PositionMasks>();
     std::vector<int32_t> accepted;
-    const StateId follow = automaton_.follow_state(automaton_.rule_of(position));
-    struct Follower {
-        uint32_t inside;  // bytes matched inside the frame before it ended
-        StateId state;    // after the rest so far, from follow_state
-    };
-    // The followers of the current path: those after d bytes are followers[begin[d], end[d]).
-    std::vector<Follower> followers;
-    std::vector<std::size_t> begin{0}, end{0};
+    // The escapes of the current path: those after at most d bytes are escapes[0, open[d]).
+    std::vector<uint32_t> escapes, open{0};
     auto& main = walk_states_;  // main[d]: the frame's state after d bytes
     main.assign(1, automaton_.state_at(position));
+    const auto add_uncertain = [&](const GrammarVocabulary::TrieNode& node, std::size_t n_escapes) {
+        for (uint32_t r = node.rank_begin; r < node.rank_begin + node.rank_count; ++r) {
+            for (std::size_t e = 0; e < n_escapes; ++e) masks->uncertain.push_back({r, escapes[e]});
+        }
+    };
+    uint64_t visited = 0;
     for (std::size_t i = 1; i < trie.size();) {
         const auto& node = trie[i];
         const std::size_t d = node.depth;
-        const StateId parent_main = main[d - 1];
-        const StateId here = automaton_.state(parent_main).nodes.empty()
+        ++visited;
+        const StateId parent = main[d - 1];
+        const StateId here = automaton_.state(parent).nodes.empty()
                                  ? StackAutomaton::kDead
-                                 : automaton_.advance(parent_main, node.byte);
-        // The parent's followers, advanced by this byte.
-        followers.resize(end[d - 1]);
-        begin.resize(d + 1);
-        end.resize(d + 1);
-        begin[d] = followers.size();
-        for (std::size_t f = begin[d - 1]; f < end[d - 1]; ++f) {
-            const Follower parent = followers[f];
-            if (automaton_.state(parent.state).nodes.empty()) continue;
-            const StateId next = automaton_.advance(parent.state, node.byte);
-            if (automaton_.state(next).alive()) followers.push_back({parent.inside, next});
-        }
+                                 : automaton_.advance(parent, node.byte);
+        escapes.resize(open[d - 1]);
         const auto& s = automaton_.state(here);
-        for (uint32_t r = node.rank_begin; r < node.rank_begin + node.rank_count; ++r) {
-            if (s.alive()) {
-                accepted.push_back(v.id_at(r));
-                continue;
+        if (s.nodes.empty() && !s.escaped) {
+            // Nothing continues: the subtree's tokens are uncertain where an escape came before.
+            if (!escapes.empty()) {
+                for (std::size_t k = i; k < node.end; ++k) add_uncertain(trie[k], escapes.size());
+                visited += node.end - i;
             }
-            for (std::size_t f = begin[d]; f < followers.size(); ++f)
-                masks->uncertain.push_back({r, followers[f].inside});
-        }
-        // The frame may end here: the rest of longer tokens goes to a caller.
-        if (s.escaped && !automaton_.state(follow).nodes.empty())
-            followers.push_back({static_cast<uint32_t>(d), follow});
-        end[d] = followers.size();
-        bool continues = !s.nodes.empty();
-        for (std::size_t f = begin[d]; f < end[d] && !continues; ++f)
-            continues = !automaton_.state(followers[f].state).nodes.empty();
-        if (!continues) {
             i = node.end;
             continue;
         }
+        for (uint32_t r = node.rank_begin; r < node.rank_begin + node.rank_count; ++r)
+            accepted.push_back(v.id_at(r));  // the frame matched all of it (or ended with it)
+        if (s.escaped) escapes.push_back(static_cast<uint32_t>(d));
+        open.resize(d + 1);
+        open[d] = static_cast<uint32_t>(escapes.size());
         main.resize(d + 1);
         main[d] = here;
         ++i;
     }
-    const auto rest = [&](const PositionMasks::Uncertain& u) {
-        return v.bytes_at(u.rank).substr(u.inside);
+    spend(visited + masks->uncertain.size());
+    // Grouped by the rest's first two bytes (a counting sort: within a group the entries keep
+    // their order, runs of one escape sorted by the rest).
+    const auto key = [&](const PositionMasks::Uncertain& u) {
+        const std::string_view rest = v.bytes_at(u.rank).substr(u.inside);
+        return static_cast<uint32_t>(static_cast<uint8_t>(rest[0])) * 257u +
+               (rest.size() > 1 ? static_cast<uint8_t>(rest[1]) + 1u : 0u);
     };
-    std::sort(masks->uncertain.begin(), masks->uncertain.end(),
-              [&](const auto& a, const auto& b) { return rest(a) < rest(b); });
-    masks->bucket.assign(257, 0);
-    std::size_t k = 0;
-    for (int b = 0; b < 256; ++b) {
-        masks->bucket[static_cast<std::size_t>(b)] = static_cast<uint32_t>(k);
-        while (k < masks->uncertain.size() &&
-               static_cast<uint8_t>(rest(masks->uncertain[k])[0]) == b)
-            ++k;
+    std::vector<std::pair<uint32_t, PositionMasks::Uncertain>> keyed;
+    keyed.reserve(masks->uncertain.size());
+    for (const auto& u : masks->uncertain) keyed.emplace_back(key(u), u);
+    std::stable_sort(keyed.begin(), keyed.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t k = 0; k < keyed.size(); ++k) masks->uncertain[k] = keyed[k].second;
+    masks->group_of.assign(257, 0);
+    uint32_t previous_key = ~0u;
+    for (uint32_t k = 0; k < masks->uncertain.size(); ++k) {
+        const uint32_t this_key = keyed[k].first;
+        if (this_key != previous_key) {
+            const uint32_t second = this_key % 257;
+            masks->groups.push_back({static_cast<uint16_t>(second == 0 ? 256 : second - 1), k, k});
+            previous_key = this_key;
+        }
+        masks->groups.back().end = k + 1;
     }
-    masks->bucket[256] = static_cast<uint32_t>(k);
+    // group_of[b]: the first group whose first byte is b or more.
+    std::size_t g = 0;
+    for (uint32_t first = 0; first <= 256; ++first) {
+        while (g < masks->groups.size() && keyed[masks->groups[g].begin].first / 257 < first) ++g;
+        masks->group_of[first] = static_cast<uint32_t>(g);
+    }
     if (accepted.size() > static_cast<std::size_t>(v.n_vocab()) / kSparseDivisor) {
         masks->dense = true;
         masks->accepted_bits = TokenMask(v.n_vocab());
@@ -223,43 +234,103 @@ std::shared_ptr<const PositionMasks> CompiledGrammar::walk_vocabulary_locked(int
     return masks;
 }
 
-// The uncertain tokens of a stack's top: the rest of each, after the bytes its rule matches,
-// walked from the state of the rule's caller. Buckets whose first byte the caller refuses are
-// skipped whole; within a bucket, neighbours share the states of their common prefix.
-void CompiledGrammar::check_uncertain_locked(int32_t node, const PositionMasks& masks,
-                                             TokenMask& mask) {
-    const GrammarVocabulary& v = *vocabulary_;
-    const StateId caller = automaton_.return_state(node);
-    if (automaton_.state(caller).nodes.empty()) return;
-    auto& states = walk_states_;
-    for (int b = 0; b < 256; ++b) {
-        const uint32_t begin = masks.bucket[static_cast<std::size_t>(b)];
-        const uint32_t end = masks.bucket[static_cast<std::size_t>(b) + 1];
-        if (begin == end) continue;
-        const StateId first = automaton_.advance(caller, static_cast<uint8_t>(b));
-        if (!automaton_.state(first).alive()) continue;
-        states.assign({caller, first});
-        std::string_view previous;
-        std::size_t valid = 1;
-        for (uint32_t k = begin; k < end; ++k) {
-            const auto& u = masks.uncertain[k];
-            const int32_t id = v.id_at(u.rank);
-            if (mask.test(id)) continue;
-            const std::string_view rest = v.bytes_at(u.rank).substr(u.inside);
-            std::size_t d = 1;
-            const std::size_t limit = std::min({valid, rest.size(), previous.size()});
-            while (d < limit && rest[d] == previous[d]) ++d;
-            while (d < rest.size() && !automaton_.state(states[d]).nodes.empty()) {
-                const StateId next = automaton_.advance(states[d], static_cast<uint8_t>(rest[d]));
-                ++d;
-                states.resize(d + 1);
-                states[d] = next;
-            }
-            valid = d;
-            previous = rest;
-            if (d == rest.size() && automaton_.state(states[d]).alive()) mask.set(id);
+// The uncertain entries of `masks` whose rest `from` takes, leaving it alive (stacks, or the end
+// of the text): all of them (`subset` null) or those listed in `subset` (indices, in order). A
+// first byte or a pair `from` refuses skips its group at once; neighbours share the states of
+// their common prefix.
+template <class Keep>
+static void walk_rests(StackAutomaton& a, std::vector<StackAutomaton::StateId>& states,
+                       const GrammarVocabulary& v, const PositionMasks& masks,
+                       StackAutomaton::StateId from, const std::vector<uint32_t>* subset,
+                       uint64_t& steps, Keep&& keep) {
+    using StateId = StackAutomaton::StateId;
+    if (a.state(from).nodes.empty()) return;
+    std::string_view previous;
+    std::size_t valid = 0;
+    // Walks one entry whose first `known` bytes took `from` to states[0..known].
+    const auto walk = [&](uint32_t index, std::size_t known) {
+        const auto& u = masks.uncertain[index];
+        const std::string_view rest = v.bytes_at(u.rank).substr(u.inside);
+        std::size_t d = known;
+        const std::size_t limit = std::min({valid, rest.size(), previous.size()});
+        while (d < limit && rest[d] == previous[d]) ++d;
+        while (d < rest.size() && !a.state(states[d]).nodes.empty()) {
+            const StateId next = a.advance(states[d], static_cast<uint8_t>(rest[d]));
+            ++d;
+            ++steps;
+            states.resize(d + 1);
+            states[d] = next;
         }
+        valid = d;
+        previous = rest;
+        if (d == rest.size() && a.state(states[d]).alive()) keep(index);
+    };
+    if (subset == nullptr) {
+        for (int b = 0; b < 256; ++b) {
+            const uint32_t g0 = masks.group_of[static_cast<std::size_t>(b)];
+            const uint32_t g1 = masks.group_of[static_cast<std::size_t>(b) + 1];
+            if (g0 == g1) continue;
+            const StateId first = a.advance(from, static_cast<uint8_t>(b));
+            if (!a.state(first).alive()) continue;
+            for (uint32_t g = g0; g < g1; ++g) {
+                const PositionMasks::Group& group = masks.groups[g];
+                if (group.second == 256) {  // rests of one byte
+                    for (uint32_t k = group.begin; k < group.end; ++k) keep(k);
+                    continue;
+                }
+                if (a.state(first).nodes.empty()) continue;
+                const StateId second = a.advance(first, static_cast<uint8_t>(group.second));
+                if (!a.state(second).alive()) continue;
+                states.assign({from, first, second});
+                previous = {};
+                valid = 2;
+                for (uint32_t k = group.begin; k < group.end; ++k) walk(k, 2);
+            }
+        }
+        return;
     }
+    int current = -1;
+    bool alive = false;
+    for (const uint32_t index : *subset) {
+        const auto& u = masks.uncertain[index];
+        const int b = static_cast<uint8_t>(v.bytes_at(u.rank)[u.inside]);
+        if (b != current) {
+            current = b;
+            const StateId first = a.advance(from, static_cast<uint8_t>(b));
+            alive = a.state(first).alive();
+            states.assign({from, first});
+            previous = {};
+            valid = 1;
+        }
+        if (alive) walk(index, 1);
+    }
+}
+
+std::vector<uint32_t> CompiledGrammar::keep_followable_locked(int32_t position,
+                                                              const PositionMasks& masks) {
+    std::vector<uint32_t> kept;
+    if (masks.uncertain.empty()) return kept;
+    uint64_t steps = 0;
+    try {
+        walk_rests(automaton_, walk_states_, *vocabulary_, masks,
+                   automaton_.follow_state(automaton_.rule_of(position)), nullptr, steps,
+                   [&](uint32_t index) { kept.push_back(index); });
+    } catch (const LimitError&) {
+        // A rule called from thousands of places: its callers together are too many stacks to
+        // walk. Keep every entry; the real caller decides at run time.
+        kept.resize(masks.uncertain.size());
+        for (uint32_t k = 0; k < kept.size(); ++k) kept[k] = k;
+    }
+    spend(steps);
+    return kept;
+}
+
+void CompiledGrammar::check_uncertain_locked(int32_t node, const Position& p, TokenMask& mask) {
+    uint64_t steps = 0;
+    walk_rests(automaton_, walk_states_, *vocabulary_, *p.masks, automaton_.return_state(node),
+               &p.uncertain, steps, [&](uint32_t index) {
+                   mask.set(vocabulary_->id_at(p.masks->uncertain[index].rank));
+               });
 }
 
 void CompiledGrammar::mask_locked(StateId state, TokenMask& mask) {
@@ -278,9 +349,9 @@ void CompiledGrammar::mask_locked(StateId state, TokenMask& mask) {
             mask.set(e.value);
             continue;
         }
-        const auto masks = position_masks_locked(p);
-        masks->add_accepted_to(mask);
-        if (!masks->uncertain.empty()) check_uncertain_locked(node, *masks, mask);
+        const Position& position = position_locked(p);
+        position.masks->add_accepted_to(mask);
+        if (!position.uncertain.empty()) check_uncertain_locked(node, position, mask);
     }
     if (accepting) {
         for (const int32_t id : vocabulary_->eog_tokens()) mask.set(id);

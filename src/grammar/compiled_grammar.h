@@ -2,16 +2,22 @@
 // A grammar made ready for one vocabulary, and the token masks it gives, fast.
 //
 // The mask of a state is the union, over its stacks, of what each stack's top position allows.
-// For a position, the vocabulary's tokens fall into three kinds, found once by walking the sorted
-// vocabulary from that position alone (xgrammar's adaptive token mask cache):
+// For a position, the vocabulary's tokens fall into three kinds, found once by walking a trie of
+// the vocabulary from that position alone (xgrammar's adaptive token mask cache):
 //   accepted   the token's bytes are matched without leaving the position's rule: allowed
 //              whatever stack lies below;
 //   rejected   no way to match them;
 //   uncertain  they can only be matched by leaving the rule, so it depends on the stack below.
-// At run time only the uncertain tokens are walked, with the real stack. Masks of positions are
-// shared between grammars of the same vocabulary by the structure the position can reach (the JSON
-// string loop of every schema is computed once per model), and masks of whole states are cached,
-// since generation inside a string or a number repeats the same state.
+// That classification depends only on the structure the position can reach, so grammars of one
+// vocabulary share it (the JSON string loop of every schema is classified once per model). Each
+// grammar then drops the uncertain tokens whose rest no caller of the rule could take (after JSON
+// whitespace, a space followed by "the"), and at run time only the remaining ones are walked,
+// from the real stack. Masks of whole states are cached too, since generation inside a string or
+// a number repeats the same state.
+//
+// Bounded: preparing a grammar's masks may take at most kMaxWorkUnits steps and its automaton
+// kMaxStates states (a UsageError or LimitError names the limit), so no request can stall the
+// engine.
 //
 // Thread-safe: matchers of one compiled grammar may run on different threads (a lock guards the
 // automaton and the caches; each call takes it once).
@@ -31,13 +37,14 @@
 
 namespace minfer::grammar {
 
-inline constexpr std::size_t kMaxEagerPositions = 20000;
+// Trie nodes visited, uncertain entries written or walked: the work of preparing one grammar.
+inline constexpr uint64_t kMaxWorkUnits = uint64_t{1} << 27;
 
 class CompiledGrammar {
   public:
-    // Throws UsageError for a grammar the matcher cannot run (byte_grammar.h). With `eager`,
-    // computes the masks of every position unless the grammar has more than kMaxEagerPositions;
-    // the others are computed when generation first reaches them.
+    // Throws UsageError for a grammar the matcher cannot run (byte_grammar.h) or whose masks
+    // need more than kMaxWorkUnits to prepare. With `eager`, every position's masks are computed
+    // now; without, each when generation first reaches it (tests).
     static std::shared_ptr<CompiledGrammar> compile(
         const Grammar& grammar, std::shared_ptr<const GrammarVocabulary> vocabulary,
         bool eager = true);
@@ -63,12 +70,21 @@ class CompiledGrammar {
 
     CompiledGrammar(ByteGrammar byte_grammar, std::shared_ptr<const GrammarVocabulary> vocabulary);
 
+    // A position's shared classification, and the uncertain entries this grammar keeps of it
+    // (indices into masks->uncertain, in the same order).
+    struct Position {
+        std::shared_ptr<const PositionMasks> masks;
+        std::vector<uint32_t> uncertain;
+    };
+
     // All of these expect mutex_ held.
     StateId start_locked();
     void mask_locked(StateId state, TokenMask& mask);
-    std::shared_ptr<const PositionMasks> position_masks_locked(int32_t position);
+    const Position& position_locked(int32_t position);
     std::shared_ptr<const PositionMasks> walk_vocabulary_locked(int32_t position);
-    void check_uncertain_locked(int32_t node, const PositionMasks& masks, TokenMask& mask);
+    std::vector<uint32_t> keep_followable_locked(int32_t position, const PositionMasks& masks);
+    void check_uncertain_locked(int32_t node, const Position& p, TokenMask& mask);
+    void spend(uint64_t units);
     std::string structural_key(int32_t position) const;
 
     ByteGrammar byte_grammar_;
@@ -76,11 +92,11 @@ class CompiledGrammar {
     mutable std::mutex mutex_;
     StackAutomaton automaton_;
     StateId start_ = -1;
-    std::vector<std::shared_ptr<const PositionMasks>> position_masks_;  // by position
+    std::vector<Position> positions_;  // by position; masks null until computed
+    uint64_t work_ = 0;                // units spent preparing masks
     std::unordered_map<StateId, TokenMask> state_masks_;
     Stats stats_;
-    // Scratch of the vocabulary walks.
-    std::vector<StateId> walk_states_;
+    std::vector<StateId> walk_states_;  // scratch of the walks
 };
 
 // Where one generation is in the grammar.

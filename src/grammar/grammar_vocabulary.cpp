@@ -22,7 +22,7 @@ void PositionMasks::add_accepted_to(TokenMask& mask) const {
 
 std::size_t PositionMasks::bytes() const {
     return accepted_bits.words().size() * 8 + accepted_ids.size() * 4 + uncertain.size() * 8 +
-           bucket.size() * 4 + 64;
+           groups.size() * sizeof(Group) + group_of.size() * 4 + 64;
 }
 
 GrammarVocabulary::GrammarVocabulary(const Tokenizer& tokenizer) : n_vocab_(tokenizer.n_vocab()) {

@@ -26,10 +26,11 @@ class Tokenizer;
 
 namespace minfer::grammar {
 
-// The tokens a grammar position allows whatever surrounds it (`accepted`), and those it may allow
-// depending on what follows the position's rule (`uncertain`): each with the number of its bytes
-// the rule can match before it ends, so that only the rest is checked against the caller. The
-// uncertain entries are sorted by that rest and bucketed by its first byte.
+// What a grammar position allows whatever surrounds it: the tokens its rule matches on its own
+// (`accepted`), and the tokens that need the rule to end inside them (`uncertain`), each with the
+// number of bytes the rule matches before it ends, so that only the rest is left to the stack
+// below. This depends only on the structure the position can reach, never on the grammar around
+// it, so grammars of one vocabulary share it.
 struct PositionMasks {
     struct Uncertain {
         uint32_t rank;    // in the vocabulary's byte order
@@ -38,8 +39,16 @@ struct PositionMasks {
     bool dense = false;                 // accepted as a bitset, else as a list of ids
     TokenMask accepted_bits;            // dense
     std::vector<int32_t> accepted_ids;  // !dense
+    // Sorted by the rest's first two bytes, and grouped: `groups` are the runs of one two-byte
+    // start (`second` 256: a rest of one byte), those of first byte b are groups[group_of[b],
+    // group_of[b + 1]). A walk that finds a byte or a pair refused skips its entries at once.
+    struct Group {
+        uint16_t second;
+        uint32_t begin, end;  // in `uncertain`
+    };
     std::vector<Uncertain> uncertain;
-    std::vector<uint32_t> bucket;  // [bucket[b], bucket[b + 1]): entries whose rest starts with b
+    std::vector<Group> groups;
+    std::vector<uint32_t> group_of;  // 257 entries
     void add_accepted_to(TokenMask& mask) const;
     std::size_t bytes() const;
 };

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "core/error.h"
+
 namespace minfer::grammar {
 
 StackAutomaton::StackAutomaton(const ByteGrammar& grammar) : g_(grammar) {
@@ -43,22 +45,26 @@ StackAutomaton::StackAutomaton(const ByteGrammar& grammar) : g_(grammar) {
 int32_t StackAutomaton::intern(int32_t position, int32_t parent) {
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(position)) << 32) |
                          static_cast<uint32_t>(parent);
-    const auto [it, inserted] = node_index_.try_emplace(key, static_cast<int32_t>(nodes_.size()));
-    if (inserted) nodes_.push_back({position, parent});
-    return it->second;
+    if (const auto it = node_index_.find(key); it != node_index_.end()) return it->second;
+    if (nodes_.size() >= kMaxNodes)
+        throw LimitError(concat("grammar: more than ", kMaxNodes, " stack frames"));
+    nodes_.push_back({position, parent});
+    node_index_.emplace(key, static_cast<int32_t>(nodes_.size() - 1));
+    return static_cast<int32_t>(nodes_.size() - 1);
 }
 
 StackAutomaton::StateId StackAutomaton::intern_state(State&& s) {
     std::string key(reinterpret_cast<const char*>(s.nodes.data()),
                     s.nodes.size() * sizeof(int32_t));
     key += static_cast<char>((s.accepting ? 1 : 0) | (s.escaped ? 2 : 0));
-    const auto [it, inserted] =
-        state_index_.try_emplace(std::move(key), static_cast<StateId>(states_.size()));
-    if (inserted) {
-        states_.push_back(std::move(s));
-        transitions_.resize(states_.size() * static_cast<std::size_t>(n_classes_), -1);
-    }
-    return it->second;
+    if (const auto it = state_index_.find(key); it != state_index_.end()) return it->second;
+    if (states_.size() >= kMaxStates)
+        throw LimitError(concat("grammar: more than ", kMaxStates, " states"));
+    states_.push_back(std::move(s));
+    transitions_.resize(states_.size() * static_cast<std::size_t>(n_classes_), -1);
+    const auto id = static_cast<StateId>(states_.size() - 1);
+    state_index_.emplace(std::move(key), id);
+    return id;
 }
 
 StackAutomaton::StateId StackAutomaton::close(std::span<const int32_t> seeds) {
@@ -106,6 +112,9 @@ StackAutomaton::StateId StackAutomaton::close(std::span<const int32_t> seeds) {
             }
         }
     }
+    if (tops_.size() > kMaxStacks)
+        throw LimitError(concat("grammar: the text can be read in more than ", kMaxStacks,
+                                " ways at once (an ambiguous grammar)"));
     std::sort(tops_.begin(), tops_.end());
     out.nodes = tops_;
     return intern_state(std::move(out));

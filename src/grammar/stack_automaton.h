@@ -11,7 +11,9 @@
 // every character of a JSON string the state is the same, and so is its cached mask.
 //
 // advance() is memoized per (state, byte class): after warming up, matching a byte is one table
-// read. States and nodes are never freed while the automaton lives (one per compiled grammar).
+// read. States and nodes are never freed while the automaton lives (one per compiled grammar);
+// past kMaxStates states or kMaxNodes nodes, or a state of more than kMaxStacks stacks (an
+// ambiguous grammar fed adversarial text), it throws LimitError rather than grow without end.
 
 #include <cstdint>
 #include <span>
@@ -22,6 +24,10 @@
 #include "grammar/byte_grammar.h"
 
 namespace minfer::grammar {
+
+inline constexpr std::size_t kMaxStates = std::size_t{1} << 20;
+inline constexpr std::size_t kMaxNodes = std::size_t{1} << 22;
+inline constexpr std::size_t kMaxStacks = 4096;
 
 class StackAutomaton {
   public:
