@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "grammar/rule_graph.h"
 #include "grammar/utf8_ranges.h"
 
 namespace minfer::grammar {
@@ -29,43 +30,6 @@ std::size_t element_count(const DraftRule& r) {
     std::size_t n = 0;
     for (const Sequence& s : r.alternatives) n += s.size();
     return n;
-}
-
-// Tarjan's strongly connected components of a graph given by adjacency lists: the component of
-// each vertex, numbered so that a component comes after every component it has edges to.
-std::vector<int32_t> strongly_connected(const std::vector<std::vector<int32_t>>& edges) {
-    const std::size_t n = edges.size();
-    std::vector<int32_t> index(n, -1), low(n, 0), component(n, -1), stack;
-    std::vector<bool> on_stack(n, false);
-    int32_t next = 0, components = 0;
-    const std::function<void(int32_t)> connect = [&](int32_t v) {
-        const auto vi = static_cast<std::size_t>(v);
-        index[vi] = low[vi] = next++;
-        stack.push_back(v);
-        on_stack[vi] = true;
-        for (const int32_t w : edges[vi]) {
-            const auto wi = static_cast<std::size_t>(w);
-            if (index[wi] < 0) {
-                connect(w);
-                low[vi] = std::min(low[vi], low[wi]);
-            } else if (on_stack[wi]) {
-                low[vi] = std::min(low[vi], index[wi]);
-            }
-        }
-        if (low[vi] != index[vi]) return;
-        int32_t w = -1;
-        do {
-            w = stack.back();
-            stack.pop_back();
-            on_stack[static_cast<std::size_t>(w)] = false;
-            component[static_cast<std::size_t>(w)] = components;
-        } while (w != v);
-        ++components;
-    };
-    for (std::size_t v = 0; v < n; ++v) {
-        if (index[v] < 0) connect(static_cast<int32_t>(v));
-    }
-    return component;
 }
 
 class Lowerer {
@@ -252,24 +216,8 @@ class Lowerer {
     // that may match nothing, the matcher comes back to a stack it has already seen: harmless.)
     void check_left_recursion() const {
         const std::size_t n = rules_.size();
-        std::vector<bool> nullable(n, false);
-        for (bool changed = true; changed;) {
-            changed = false;
-            for (std::size_t r = 0; r < n; ++r) {
-                if (nullable[r]) continue;
-                for (const Sequence& s : rules_[r].alternatives) {
-                    const bool all = std::all_of(s.begin(), s.end(), [&](const Element& e) {
-                        return e.kind == ElementKind::Rule &&
-                               nullable[static_cast<std::size_t>(e.value)];
-                    });
-                    if (all) {
-                        nullable[r] = true;
-                        changed = true;
-                        break;
-                    }
-                }
-            }
-        }
+        const std::vector<bool> nullable =
+            rules_that_hold(rules_, ElementKind::Rule, [](const Element&) { return false; });
         // Edges r -> s where s can be called at r's first byte; `pushes`: not as a tail call.
         struct Edge {
             int32_t to;
@@ -334,30 +282,16 @@ class Lowerer {
     // hold an empty character class); refuses a start rule left with none.
     void drop_unproductive() {
         const std::size_t n = rules_.size();
-        std::vector<bool> productive(n, false);
-        const auto element_ok = [&](const Element& e) {
-            switch (e.kind) {
-                case ElementKind::Bytes:
-                    return sets_[static_cast<std::size_t>(e.value)] != ByteSet{};
-                case ElementKind::Rule:
-                    return static_cast<bool>(productive[static_cast<std::size_t>(e.value)]);
-                default:
-                    return true;
-            }
+        const auto base_ok = [&](const Element& e) {
+            return e.kind != ElementKind::Bytes ||
+                   sets_[static_cast<std::size_t>(e.value)] != ByteSet{};
         };
-        for (bool changed = true; changed;) {
-            changed = false;
-            for (std::size_t r = 0; r < n; ++r) {
-                if (productive[r]) continue;
-                for (const Sequence& s : rules_[r].alternatives) {
-                    if (std::all_of(s.begin(), s.end(), element_ok)) {
-                        productive[r] = true;
-                        changed = true;
-                        break;
-                    }
-                }
-            }
-        }
+        const std::vector<bool> productive = rules_that_hold(rules_, ElementKind::Rule, base_ok);
+        const auto element_ok = [&](const Element& e) {
+            return e.kind == ElementKind::Rule
+                       ? static_cast<bool>(productive[static_cast<std::size_t>(e.value)])
+                       : base_ok(e);
+        };
         if (!productive[static_cast<std::size_t>(g_.root)])
             throw UsageError(concat("grammar: the rule '",
                                     g_.rules[static_cast<std::size_t>(g_.root)].name,
@@ -412,12 +346,14 @@ class Lowerer {
             std::size_t alternatives = 0, elements = 0;
         };
         constexpr std::size_t kBig = std::size_t{1} << 30;
+        // Callees come first in `order`, so their sizes are known when a caller is sized.
         std::vector<Size> sizes(rules_.size());
-        std::vector<bool> sized(rules_.size(), false);
-        const std::function<Size(int32_t)> size_of = [&](int32_t r) -> Size {
+        for (const int32_t r : order) {
             const auto ri = static_cast<std::size_t>(r);
-            if (recursive[ri]) return {kBig, kBig};
-            if (sized[ri]) return sizes[ri];
+            if (recursive[ri]) {
+                sizes[ri] = {kBig, kBig};
+                continue;
+            }
             Size total;
             for (const Sequence& seq : rules_[ri].alternatives) {
                 Size alt{1, 0};
@@ -426,7 +362,7 @@ class Lowerer {
                         alt.elements = std::min(kBig, alt.elements + alt.alternatives);
                         continue;
                     }
-                    const Size callee = size_of(e.value);
+                    const Size callee = sizes[static_cast<std::size_t>(e.value)];
                     alt.elements = std::min(kBig, alt.elements * callee.alternatives +
                                                       callee.elements * alt.alternatives);
                     alt.alternatives = std::min(kBig, alt.alternatives * callee.alternatives);
@@ -434,11 +370,10 @@ class Lowerer {
                 total.alternatives = std::min(kBig, total.alternatives + alt.alternatives);
                 total.elements = std::min(kBig, total.elements + alt.elements);
             }
-            sized[ri] = true;
-            return sizes[ri] = total;
-        };
+            sizes[ri] = total;
+        }
         const auto inlinable = [&](int32_t r) {
-            const Size size = size_of(r);
+            const Size size = sizes[static_cast<std::size_t>(r)];
             return r != g_.root && size.alternatives <= kInlineAlternatives &&
                    size.elements <= kInlineElements;
         };
@@ -482,6 +417,7 @@ class Lowerer {
                     expanded.insert(expanded.end(), c->begin(), c->end());
                     expanded.insert(expanded.end(), s.begin() + static_cast<std::ptrdiff_t>(at) + 1,
                                     s.end());
+                    count(expanded.size());  // inlined copies count against the limit too
                     work.push_back(std::move(expanded));
                 }
             }

@@ -161,7 +161,11 @@ class Parser {
             std::optional<Expr> item = parse_item(depth);
             if (!item) break;
             Expr e = std::move(*item);
-            while (parse_postfix(e)) {
+            // Each postfix wraps the item once more: they count as nesting (`"a"???...`).
+            for (int postfixes = 1; parse_postfix(e); ++postfixes) {
+                if (depth + postfixes > kMaxNesting)
+                    fail(
+                        concat("repetitions and groups nest deeper than ", kMaxNesting, " levels"));
             }
             items.push_back(std::move(e));
             skip_space(nested);

@@ -98,6 +98,7 @@ class SchemaConverter {
     std::string add_schema(const Json& schema, const std::string& name) {
         root_ = &schema;
         ref_rules_.clear();  // pointers are relative to each schema
+        merged_refs_.clear();
         const std::string body = visit(schema, name, "#", 0);
         root_ = nullptr;
         return add_rule(name, body);
@@ -138,7 +139,8 @@ class SchemaConverter {
     std::string unique_name(const std::string& hint) {
         const std::string base = sanitize(hint);
         std::string name = base;
-        for (int i = 2; names_.count(name) != 0; ++i) name = concat(base, "-", i);
+        for (int& i = next_suffix_[base]; names_.count(name) != 0;)
+            name = concat(base, "-", ++i + 1);
         names_.insert(name);
         return name;
     }
@@ -450,6 +452,8 @@ class SchemaConverter {
         if (s.contains("properties")) {
             const Json& p = s["properties"];
             if (!p.is_object()) fail(pointer, "'properties' must be an object");
+            if (p.size() > kMaxTupleItems)
+                fail(pointer, concat("more than ", kMaxTupleItems, " properties"));
             for (const auto& [name, schema] : p.items()) {
                 const std::string where = pointer_child(pointer_child(pointer, "properties"), name);
                 props.push_back({name, visit(schema, hint + "-" + name, where, depth + 1),
@@ -587,7 +591,11 @@ class SchemaConverter {
         return add_rule(hint, body);
     }
 
+    // The schemas of an allOf merged into one. A $ref inside is followed (each target merged
+    // once, however often it is referred to); a cycle of them is refused.
     Json merge_all_of(const Json& s, const std::string& pointer, int depth) {
+        if (depth > kMaxSchemaDepth)
+            fail(pointer, concat("'allOf' nests deeper than ", kMaxSchemaDepth, " levels"));
         const Json& list = s["allOf"];
         if (!list.is_array() || list.empty()) fail(pointer, "'allOf' must be a non-empty array");
         Json merged = Json::object();
@@ -595,17 +603,31 @@ class SchemaConverter {
         Json rest = s;
         rest.erase("allOf");
         parts.push_back(&rest);
-        std::vector<Json> resolved;
-        resolved.reserve(list.size());
+        std::vector<std::shared_ptr<const Json>> resolved;
         for (std::size_t i = 0; i < list.size(); ++i) {
             const Json* part = &list[i];
+            std::string ref;
             for (int hops = 0; part->is_object() && part->contains("$ref"); ++hops) {
                 if (hops > kMaxSchemaDepth) fail(pointer, "'allOf' follows too many '$ref's");
-                part = &resolve((*part)["$ref"].get<std::string>(), pointer);
+                if (!(*part)["$ref"].is_string()) fail(pointer, "'$ref' must be a string");
+                ref = (*part)["$ref"].get<std::string>();
+                part = &resolve(ref, pointer);
             }
             if (part->is_object() && part->contains("allOf")) {
-                resolved.push_back(merge_all_of(*part, pointer, depth + 1));
-                part = &resolved.back();
+                if (ref.empty()) {
+                    resolved.push_back(
+                        std::make_shared<Json>(merge_all_of(*part, pointer, depth + 1)));
+                } else if (const auto it = merged_refs_.find(ref); it != merged_refs_.end()) {
+                    resolved.push_back(it->second);
+                } else {
+                    if (!merging_refs_.insert(ref).second)
+                        fail(pointer, concat("'allOf' refers back to itself through '", ref, "'"));
+                    auto result = std::make_shared<Json>(merge_all_of(*part, pointer, depth + 1));
+                    merging_refs_.erase(ref);
+                    merged_refs_.emplace(ref, result);
+                    resolved.push_back(std::move(result));
+                }
+                part = resolved.back().get();
             }
             if (!part->is_object()) fail(pointer, "'allOf' must hold schema objects");
             parts.push_back(part);
@@ -692,7 +714,10 @@ class SchemaConverter {
     const Json* root_ = nullptr;  // the schema being added
     std::vector<std::pair<std::string, std::string>> rules_;
     std::set<std::string> names_;
+    std::map<std::string, int> next_suffix_;  // per base name: the suffix to try next, less 1
     std::map<std::string, std::string> ref_rules_;
+    std::map<std::string, std::shared_ptr<const Json>> merged_refs_;  // allOf targets, merged
+    std::set<std::string> merging_refs_;                              // being merged now
     std::vector<std::string> builtins_;
 };
 

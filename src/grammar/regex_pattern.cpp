@@ -161,8 +161,10 @@ class RegexParser {
                                                   : Expr::sequence({std::move(inner)});
     }
 
+    // One quantifier, lazy or not (ECMAScript refuses a second: `a**`).
     void parse_quantifiers(Expr& atom) {
-        while (!at_end()) {
+        for (bool quantified = false; !at_end(); quantified = true) {
+            const std::size_t start = pos_;
             const char c = peek();
             int32_t min = 0, max = Expr::kUnbounded;
             if (c == '*') {
@@ -187,6 +189,10 @@ class RegexParser {
                     fail("a repetition whose maximum is below its minimum");
             } else {
                 return;
+            }
+            if (quantified) {
+                pos_ = start;
+                fail(concat("'", c, "' has nothing to repeat"));
             }
             if (!at_end() && peek() == '?') ++pos_;  // lazy: the same strings
             atom = Expr::repeat(std::move(atom), min, max);

@@ -402,7 +402,8 @@ void ApiServer::handle_apply_template(const HttpRequest& request,
                                       const std::shared_ptr<Reply>& reply) {
     const LoadedModel& m = state_->ready().model->loaded;
     try {
-        const ChatRequest chat = parse_chat_request(request.body, options_.defaults);
+        const ChatRequest chat =
+            parse_chat_request(request.body, options_.defaults, /*with_constraint=*/false);
         const bool tools_on = chat.tool_choice.kind != ToolChoice::Kind::None;
         std::string text;
         try {
@@ -417,6 +418,8 @@ void ApiServer::handle_apply_template(const HttpRequest& request,
         respond_error(request, reply, e);
     } catch (const Error& e) {
         respond_error(request, reply, ApiError(400, e.what()));
+    } catch (const std::exception& e) {
+        respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
     }
 }
 

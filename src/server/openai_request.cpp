@@ -363,7 +363,8 @@ Json parse_json_object(std::string_view body) {
     return doc;
 }
 
-ChatRequest parse_chat_request(std::string_view body, const SamplingParams& defaults) {
+ChatRequest parse_chat_request(std::string_view body, const SamplingParams& defaults,
+                               bool with_constraint) {
     const Json doc = parse_json_object(body);
     const Fields f(doc);
     ChatRequest r;
@@ -387,10 +388,12 @@ ChatRequest parse_chat_request(std::string_view body, const SamplingParams& defa
         r.tool_choice = parse_tool_choice(*choice, has_tools ? r.tools : Json::array());
         if (r.tool_choice.kind == ToolChoice::Kind::Required && !has_tools)
             bad("tool_choice", "'tool_choice' is 'required' but there are no 'tools'");
+        if (r.tool_choice.kind == ToolChoice::Kind::Auto && !has_tools)
+            r.tool_choice.kind = ToolChoice::Kind::None;  // nothing to call: plain text
         r.template_kwargs["tool_choice"] = *choice;
     }
     if (auto v = f.boolean("parallel_tool_calls")) r.parallel_tool_calls = *v;
-    parse_constraint(f, r.gen);
+    if (with_constraint) parse_constraint(f, r.gen);
     if (r.gen.constraint && r.tool_choice.kind != ToolChoice::Kind::None)
         bad(r.gen.constraint_field,
             concat("'", r.gen.constraint_field,

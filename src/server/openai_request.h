@@ -55,7 +55,9 @@ inline constexpr int kMaxTopLogprobs = 20;
 inline constexpr int kMaxLegacyLogprobs = 5;
 
 // Throw ApiError (400) for a body that is not a JSON object or holds a bad field.
-ChatRequest parse_chat_request(std::string_view body, const SamplingParams& defaults);
+// with_constraint false: response_format and grammar are not read (/apply-template).
+ChatRequest parse_chat_request(std::string_view body, const SamplingParams& defaults,
+                               bool with_constraint = true);
 TextCompletionRequest parse_completion_request(std::string_view body,
                                                const SamplingParams& defaults);
 
