@@ -60,7 +60,8 @@ const char* stop_description(StopReason reason) {
         case StopReason::PromptDone:
             return "end of the prompt";
         case StopReason::NoAllowedToken:
-            return "the grammar allows only tokens the logit bias bans";
+            return "no token may follow under the grammar (banned by the logit bias, none spells "
+                   "what it needs next, or it reached its limits)";
     }
     return "?";
 }

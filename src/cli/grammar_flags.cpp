@@ -1,6 +1,7 @@
 #include "cli/grammar_flags.h"
 
 #include "core/file_io.h"
+#include "grammar/byte_grammar.h"
 #include "grammar/json_schema.h"
 
 namespace minfer::cli {
@@ -27,7 +28,9 @@ void add_grammar_flags(CLI::App* cmd, GrammarFlags& flags) {
     flags.schema_option = schema;
 }
 
-std::optional<grammar::Grammar> to_grammar(const GrammarFlags& flags) {
+namespace {
+
+std::optional<grammar::Grammar> parse(const GrammarFlags& flags) {
     if (flags.grammar_option != nullptr && flags.grammar_option->count() > 0)
         return grammar::parse_gbnf(flags.grammar);
     if (!flags.grammar_file.empty())
@@ -42,6 +45,16 @@ std::optional<grammar::Grammar> to_grammar(const GrammarFlags& flags) {
     }
     return grammar::parse_gbnf(
         grammar::json_schema_to_gbnf(grammar::parse_json_schema_text(schema)));
+}
+
+}  // namespace
+
+std::optional<grammar::Grammar> to_grammar(const GrammarFlags& flags) {
+    std::optional<grammar::Grammar> g = parse(flags);
+    // What the matcher refuses (left recursion, a root that never finishes, the size), now
+    // rather than after the model has loaded.
+    if (g) grammar::lower(*g);
+    return g;
 }
 
 }  // namespace minfer::cli

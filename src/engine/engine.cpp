@@ -146,7 +146,7 @@ SeqId Engine::submit(SequenceParams params) {
                                 " tokens does not fit the context of ", n_ctx_,
                                 " tokens; raise --ctx or shorten the prompt"));
     }
-    if (params.grammar && params.grammar->vocabulary().n_vocab() != n_vocab)
+    if (params.grammar && params.grammar->vocabulary().n_vocab() > n_vocab)
         throw UsageError(concat("the grammar was compiled for a vocabulary of ",
                                 params.grammar->vocabulary().n_vocab(), " tokens, the model has ",
                                 n_vocab));
@@ -266,7 +266,12 @@ void Engine::sample(Sequence& s, std::span<const float> logits,
     if (s.matcher) {
         // The grammar is complete and nothing may follow: the answer is whole.
         if (!s.matcher->can_continue()) return finish(s, StopReason::EndOfGeneration, events);
-        s.matcher->fill_mask(s.allowed);
+        try {
+            s.matcher->fill_mask(s.allowed);
+        } catch (const Error& e) {  // the grammar's limits: this sequence ends, the others go on
+            log_warning(concat("sequence ", s.id, ": ", e.what()));
+            return finish(s, StopReason::NoAllowedToken, events);
+        }
         allowed = s.allowed.words();
     }
     const int32_t token = s.sampler->sample(logits, allowed);
@@ -274,8 +279,16 @@ void Engine::sample(Sequence& s, std::span<const float> logits,
     ++s.result.stats.n_generated;
     if (!p.ignore_eog && tokenizer_->is_eog(token))
         return finish(s, StopReason::EndOfGeneration, events);
-    if (s.matcher && !s.matcher->accept(token))  // the mask allowed it: cannot happen
-        throw Error(concat("grammar: token ", token, " was allowed by the mask but not accepted"));
+    bool accepted = true;
+    if (s.matcher) {
+        try {
+            accepted = s.matcher->accept(token);
+        } catch (const Error& e) {
+            log_warning(concat("sequence ", s.id, ": ", e.what()));
+            accepted = false;
+        }
+    }
+    if (!accepted) return finish(s, StopReason::NoAllowedToken, events);
     s.sampler->accept(token);
     s.result.tokens.push_back(token);
     SequenceEvent e;

@@ -65,7 +65,8 @@ enum class StopReason {
     CacheFull,        // "cache": the KV pool cannot hold the sequence even alone
     Cancelled,        // "interrupted": cancel() (Ctrl-C, a client that went away)
     PromptDone,       // "prompt": a sequence that only evaluates its prompt (score) is done
-    NoAllowedToken,   // "no-token": the grammar allows only tokens the logit bias bans
+    NoAllowedToken,   // "no-token": no token may come next under the grammar (the logit bias bans
+                      // the ones it allows, no token spells what it needs, or it hit its limits)
 };
 const char* stop_reason_name(StopReason reason);
 

@@ -371,11 +371,15 @@ void GrammarMatcher::reset() {
 }
 
 void GrammarMatcher::fill_mask(TokenMask& mask) {
-    if (mask.n_vocab() != grammar_->vocabulary().n_vocab())
-        throw Error(concat("grammar mask of ", mask.n_vocab(), " tokens for a vocabulary of ",
-                           grammar_->vocabulary().n_vocab()));
+    const int32_t n = grammar_->vocabulary().n_vocab();
+    if (mask.n_vocab() < n)
+        throw Error(concat("grammar mask of ", mask.n_vocab(), " tokens for a vocabulary of ", n));
     const std::lock_guard lock(grammar_->mutex_);
-    grammar_->mask_locked(state_, mask);
+    if (mask.n_vocab() == n) return grammar_->mask_locked(state_, mask);
+    // A model whose embeddings outnumber its tokenizer's tokens: those rows are never allowed.
+    TokenMask own(n);
+    grammar_->mask_locked(state_, own);
+    mask.copy_from(own);
 }
 
 bool GrammarMatcher::accept(int32_t token) {

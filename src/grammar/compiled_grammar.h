@@ -106,7 +106,8 @@ class GrammarMatcher {
 
     // The tokens that may come next: those whose bytes keep the text inside the grammar, the
     // special tokens the grammar names here, and the end-of-generation tokens once the text is
-    // complete. `mask` must have the vocabulary's size.
+    // complete. `mask` has at least the vocabulary's size (tokens beyond it are never allowed).
+    // Throws LimitError when the grammar's automaton outgrows its limits.
     void fill_mask(TokenMask& mask);
     // Moves past a generated token; false (and no change) when the grammar does not allow it.
     // An end-of-generation token is allowed when the text is complete.

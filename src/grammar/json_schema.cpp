@@ -262,7 +262,23 @@ class SchemaConverter {
             }
             return add_rule(hint, out);
         }
-        if (s.contains("const")) return json_literal(s["const"]);
+        for (const char* key : {"const", "enum"}) {
+            if (!s.contains(key)) continue;
+            for (const std::string& other : active) {
+                if (other != key && other != "type")
+                    fail(pointer, concat("'", other, "' beside '", key,
+                                         "' is not supported (only 'type' is)"));
+            }
+        }
+        if (s.contains("const")) {
+            if (s.contains("type")) {
+                Json as_enum = s;
+                as_enum.erase("const");
+                as_enum["enum"] = Json::array({s["const"]});
+                return visit_enum(as_enum, hint, pointer);
+            }
+            return json_literal(s["const"]);
+        }
         if (s.contains("enum")) return visit_enum(s, hint, pointer);
         std::vector<std::string> types = types_of(s, pointer);
         if (types.empty()) return use("value");
@@ -343,7 +359,7 @@ class SchemaConverter {
             if (!out.empty()) out += " | ";
             out += "(" + json_literal(v) + ")";
         }
-        if (out.empty()) fail(pointer, "no value of 'enum' has the schema's 'type'");
+        if (out.empty()) fail(pointer, "no value of 'enum' or 'const' has the schema's 'type'");
         return add_rule(hint, out);
     }
 
@@ -420,16 +436,35 @@ class SchemaConverter {
     }
 
     std::string visit_number(const Json& s, const std::string& type, const std::string& pointer) {
-        std::optional<int64_t> lo = integer_bound(s, "minimum", true, false, pointer);
-        std::optional<int64_t> hi = integer_bound(s, "maximum", false, false, pointer);
-        if (auto x = integer_bound(s, "exclusiveMinimum", true, true, pointer))
-            lo = lo ? std::max(*lo, *x) : *x;
-        if (auto x = integer_bound(s, "exclusiveMaximum", false, true, pointer))
-            hi = hi ? std::min(*hi, *x) : *x;
-        if (!lo && !hi) return use(type == "integer" ? "integer" : "number");
-        // A bounded number is generated as an integer: a valid subset, and exact.
-        if (lo && hi && *lo > *hi) fail(pointer, "no integer lies within 'minimum' and 'maximum'");
-        return "(" + json_parts::integer_range(lo, hi) + ")";
+        if (type == "integer") {
+            std::optional<int64_t> lo = integer_bound(s, "minimum", true, false, pointer);
+            std::optional<int64_t> hi = integer_bound(s, "maximum", false, false, pointer);
+            if (auto x = integer_bound(s, "exclusiveMinimum", true, true, pointer))
+                lo = lo ? std::max(*lo, *x) : *x;
+            if (auto x = integer_bound(s, "exclusiveMaximum", false, true, pointer))
+                hi = hi ? std::min(*hi, *x) : *x;
+            if (!lo && !hi) return use("integer");
+            if (lo && hi && *lo > *hi)
+                fail(pointer, "no integer lies within 'minimum' and 'maximum'");
+            return "(" + json_parts::integer_range(lo, hi) + ")";
+        }
+        const auto bound = [&](const char* key,
+                               bool exclusive) -> std::optional<json_parts::NumberBound> {
+            if (!s.contains(key)) return std::nullopt;
+            if (!s[key].is_number()) fail(pointer, concat("'", key, "' must be a number"));
+            const double x = s[key].get<double>();
+            if (std::fabs(x) > 9e15)
+                fail(pointer, concat("'", key, "' beyond 9e15 is not supported"));
+            return json_parts::NumberBound{x, exclusive};
+        };
+        // The tighter of each pair of bounds.
+        auto lo = bound("minimum", false), hi = bound("maximum", false);
+        if (auto x = bound("exclusiveMinimum", true); x && (!lo || x->value >= lo->value)) lo = x;
+        if (auto x = bound("exclusiveMaximum", true); x && (!hi || x->value <= hi->value)) hi = x;
+        if (!lo && !hi) return use("number");
+        const std::string range = json_parts::number_range(lo, hi);
+        if (range.empty()) fail(pointer, "no number with up to 16 digits lies within the bounds");
+        return "(" + range + ")";
     }
 
     std::string visit_object(const Json& s, const std::string& hint, const std::string& pointer,
@@ -556,29 +591,24 @@ class SchemaConverter {
         const auto slot = [&](int64_t j) {
             return j < p ? prefix[static_cast<std::size_t>(j)] : item;
         };
-        // tail(j): the elements from index j >= 1 on, each after a comma.
+        // tail(j): the elements from index j >= 1 on, each after a comma. Built from the last one
+        // back; an optional element is a rule of its own, so many of them do not nest groups.
         const auto tail = [&](int64_t j) {
+            int64_t last = j;  // one past the last prefix element that may appear
+            while (last < p && (!max || last < *max)) ++last;
             std::string out;
-            int64_t k = j;
-            std::string closing;
-            for (; k < p && (!max || k < *max); ++k) {
-                const std::string element = "\",\" " + use("ws") + " " + slot(k) + " " + use("ws");
-                if (k < min) {
-                    out += " " + element;
-                } else {
-                    out += " (" + element;
-                    closing += ")?";
-                }
+            if ((!max || last < *max) && last >= p && !no_more) {
+                const int64_t lo = std::max<int64_t>(0, min - last);
+                const std::string upper = max ? std::to_string(*max - last) : "";
+                out = "(\",\" " + use("ws") + " " + item + " " + use("ws") + "){" +
+                      std::to_string(lo) + "," + upper + "}";
             }
-            if (!max || k < *max) {
-                if (k >= p && !no_more) {
-                    const int64_t lo = std::max<int64_t>(0, min - k);
-                    const std::string upper = max ? std::to_string(*max - k) : "";
-                    out += " (\",\" " + use("ws") + " " + item + " " + use("ws") + "){" +
-                           std::to_string(lo) + "," + upper + "}";
-                }
+            for (int64_t k = last; k-- > j;) {
+                const std::string element = "\",\" " + use("ws") + " " + slot(k) + " " + use("ws") +
+                                            (out.empty() ? "" : " " + out);
+                out = k < min ? element : add_rule(concat(hint, "-tail-", k), "(" + element + ")?");
             }
-            return out + closing;
+            return out.empty() ? out : " " + out;
         };
         std::string body;
         if (max && *max == 0) {

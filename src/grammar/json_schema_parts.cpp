@@ -1,12 +1,25 @@
 #include "grammar/json_schema_parts.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/error.h"
 
 namespace minfer::grammar::json_parts {
 namespace {
+
+// GBNF alternatives "a | b | c" (each parenthesized when asked).
+std::string join_alternatives(const std::vector<std::string>& parts, bool parenthesize = false) {
+    std::string out;
+    for (const std::string& p : parts) {
+        if (!out.empty()) out += " | ";
+        if (parenthesize) out += '(';
+        out += p;
+        if (parenthesize) out += ')';
+    }
+    return out;
+}
 
 struct Builtin {
     const char* body;
@@ -20,7 +33,11 @@ struct Builtin {
 const std::map<std::string, Builtin>& builtins() {
     static const std::map<std::string, Builtin> table = {
         {"ws", {R"(| " " | "\n" [ \t]{0,20})", {}}},
-        {"char", {R"([^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}))", {}}},
+        // \u escapes of surrogates are left out: a pair would count as two characters here but
+        // one code point for a validator (minLength), and a lone one is no character at all.
+        {"char",
+         {R"([^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2})))",
+          {}}},
         {"string", {R"("\"" char* "\"")", {"char"}}},
         {"integer", {R"("-"? ([0-9] | [1-9] [0-9]{1,15}))", {}}},
         {"number",
@@ -73,9 +90,7 @@ std::string same_length(const std::string& x, const std::string& y) {
     if (!high_full)
         parts.push_back("\"" + std::string(1, y[0]) + "\" (" +
                         same_length(std::string(n - 1, '0'), rest_y) + ")");
-    std::string out;
-    for (const std::string& p : parts) out += (out.empty() ? "" : " | ") + p;
-    return out;
+    return join_alternatives(parts);
 }
 
 // Non-negative integers lo..hi without leading zeros.
@@ -90,12 +105,62 @@ std::string non_negative(uint64_t lo, uint64_t hi) {
         if (a > b) continue;
         parts.push_back("(" + same_length(std::to_string(a), std::to_string(b)) + ")");
     }
-    std::string out;
-    for (const std::string& p : parts) out += (out.empty() ? "" : " | ") + p;
-    return out;
+    return join_alternatives(parts);
+}
+
+constexpr uint64_t kLargestMagnitude = 9999999999999999;  // 16 digits
+const std::string kAnyFraction = "(\".\" [0-9]{1,16})?";
+const std::string kZeroFraction = "(\".\" \"0\"{1,16})?";
+const std::string kNonzeroFraction = "\".\" [0-9]{0,15} [1-9]";
+
+// Numbers m >= 0 written "I" or "I.F", with lo <= m <= hi (either bound possibly exclusive,
+// lo >= 0). Integer bounds are kept exactly; inside a non-integer bound, the numbers up to the
+// nearest integer are left out.
+std::string magnitudes(NumberBound lo, std::optional<NumberBound> hi) {
+    std::vector<std::string> parts;
+    const bool lo_integer = lo.value == std::floor(lo.value);
+    // Integer parts whose every fraction is inside: [full_lo, full_hi].
+    uint64_t full_lo = static_cast<uint64_t>(std::ceil(lo.value));
+    if (lo_integer && lo.exclusive) {
+        parts.push_back("\"" + std::to_string(full_lo) + "\" " + kNonzeroFraction);
+        ++full_lo;
+    }
+    int64_t full_hi = static_cast<int64_t>(kLargestMagnitude);
+    if (hi) {
+        const double top = std::floor(hi->value);
+        full_hi = static_cast<int64_t>(top) - 1;  // I = floor(hi) may exceed hi with a fraction
+        if (top == hi->value && !hi->exclusive && hi->value >= static_cast<double>(full_lo))
+            parts.push_back("\"" + std::to_string(static_cast<uint64_t>(top)) + "\" " +
+                            kZeroFraction);
+    }
+    if (full_hi >= 0 && static_cast<uint64_t>(full_hi) >= full_lo)
+        parts.push_back("(" + non_negative(full_lo, static_cast<uint64_t>(full_hi)) + ") " +
+                        kAnyFraction);
+    return join_alternatives(parts);
 }
 
 }  // namespace
+
+std::string number_range(std::optional<NumberBound> lo, std::optional<NumberBound> hi) {
+    std::vector<std::string> parts;
+    // Zero and up.
+    if (!hi || hi->value >= 0) {
+        NumberBound from{0, false};
+        if (lo && lo->value >= 0) from = *lo;
+        const std::string m = magnitudes(from, hi);
+        if (!m.empty()) parts.push_back(m);
+    }
+    // Below zero: "-" and a magnitude within [-hi, -lo], never zero.
+    if (!lo || lo->value < 0) {
+        NumberBound from{0, true};
+        if (hi && hi->value < 0) from = {-hi->value, hi->exclusive};
+        std::optional<NumberBound> to;
+        if (lo) to = NumberBound{-lo->value, lo->exclusive};
+        const std::string m = magnitudes(from, to);
+        if (!m.empty()) parts.push_back("\"-\" (" + m + ")");
+    }
+    return join_alternatives(parts, /*parenthesize=*/true);
+}
 
 std::string builtin_rule(const std::string& name) {
     return name + " ::= " + builtins().at(name).body;
@@ -123,9 +188,7 @@ std::string integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi) 
     if (b >= 0)
         parts.push_back(
             non_negative(static_cast<uint64_t>(std::max<int64_t>(a, 0)), static_cast<uint64_t>(b)));
-    std::string out;
-    for (const std::string& p : parts) out += (out.empty() ? "" : " | ") + p;
-    return out;
+    return join_alternatives(parts);
 }
 
 }  // namespace minfer::grammar::json_parts

@@ -24,4 +24,14 @@ bool is_format(const std::string& name);
 // The decimal integers from lo to hi (a missing bound: 16 digits), as GBNF alternatives.
 std::string integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi);
 
+// A bound of a number range: a value, and whether it is excluded.
+struct NumberBound {
+    double value = 0;
+    bool exclusive = false;
+};
+// Decimal numbers (up to 16 digits each side of the point, no exponent) within the bounds, as
+// GBNF alternatives: exact where a bound is an integer; where it is not, the numbers between it
+// and the nearest integer inside are left out (a subset, still valid). Empty when none remain.
+std::string number_range(std::optional<NumberBound> lo, std::optional<NumberBound> hi);
+
 }  // namespace minfer::grammar::json_parts

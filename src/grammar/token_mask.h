@@ -20,6 +20,12 @@ class TokenMask {
     bool test(int32_t id) const {
         return (words_[static_cast<std::size_t>(id) >> 6] >> (id & 63)) & 1;
     }
+    // This mask is `other` on its first other.n_vocab() tokens, and false beyond.
+    void copy_from(const TokenMask& other) {
+        std::fill(words_.begin(), words_.end(), 0);
+        std::copy_n(other.words_.begin(), std::min(words_.size(), other.words_.size()),
+                    words_.begin());
+    }
     void merge(const TokenMask& other) {
         for (std::size_t i = 0; i < words_.size(); ++i) words_[i] |= other.words_[i];
     }

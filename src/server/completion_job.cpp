@@ -12,8 +12,9 @@ const char* finish_reason_of(StopReason r) {
         case StopReason::EndOfGeneration:
         case StopReason::StopString:
         case StopReason::PromptDone:
-        case StopReason::NoAllowedToken:
             return "stop";
+        // Cut short: the answer may be incomplete, as after a token limit.
+        case StopReason::NoAllowedToken:
         case StopReason::MaxTokens:
         case StopReason::ContextFull:
         case StopReason::CacheFull:
@@ -197,7 +198,7 @@ void CompletionJob::on_token(int choice, int32_t token, const std::string& text,
     const bool marker = token >= 0 && std::find(s_.marker_tokens.begin(), s_.marker_tokens.end(),
                                                 token) != s_.marker_tokens.end();
     Json calls = Json::array();
-    const SplitText split = take_calls(choice, c.splitter.push(marker ? piece(token) : text),
+    const SplitText split = take_calls(choice, c.splitter.push(marker ? text + piece(token) : text),
                                        /*at_end=*/false, calls);
     if (s_.request.stream) {
         // (The text offset of a legacy logprobs entry is where its text starts.)

@@ -86,6 +86,8 @@ TEST(GrammarFlags, BadGrammarsAndSchemasAreUsageErrorsBeforeLoading) {
         {{"--grammar", "root ::= (\"a\""},
          "minfer: error: grammar: line 1, column 10: this '(' is never closed"},
         {{"--grammar", "item ::= \"a\""}, "the grammar has no 'root' rule"},
+        {{"--grammar", "root ::= root \"x\" | \"y\""}, "the rule 'root' is left-recursive"},
+        {{"--grammar", "root ::= \"a\" root"}, "the rule 'root' can never finish"},
         {{"-j", R"({"type": "string", "format": "email"})"},
          "json schema: the format 'email' is not supported"},
         {{"-j", "{not json"}, "json schema: not valid JSON"},

@@ -160,3 +160,16 @@ TEST(GbnfParser, PrintsBackEquivalently) {
 
 }  // namespace
 }  // namespace minfer::grammar
+
+namespace minfer::grammar {
+namespace {
+
+TEST(GbnfParser, StackedPostfixesCountAsNesting) {
+    EXPECT_NE(error_of("root ::= \"a\"" + std::string(30000, '?'))
+                  .find("repetitions and groups nest deeper than 256 levels"),
+              std::string::npos);
+    EXPECT_EQ(error_of("root ::= \"a\"*?+"), "(no error)");
+}
+
+}  // namespace
+}  // namespace minfer::grammar

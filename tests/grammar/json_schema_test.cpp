@@ -116,7 +116,21 @@ const Case kCases[] = {
      {"1000", "99999", "1234567890123456"},
      {"999", "-1000"}},
     {R"({"type": "integer", "maximum": -20})", {"-20", "-1000"}, {"-19", "0", "5"}},
-    {R"({"type": "number", "minimum": 0.5, "maximum": 3})", {"1", "2", "3"}, {"0", "4", "1.5"}},
+    {R"({"type": "number", "minimum": 0.5, "maximum": 3})",
+     {"1", "2.75", "3", "3.0"},
+     {"0", "4", "3.5", "0.4"}},
+    {R"({"type": "number", "minimum": 0, "maximum": 1})",
+     {"0", "0.25", "1", "1.0", "0.999"},
+     {"1.5", "-0.1", "2", "1.01"}},
+    {R"({"type": "number", "exclusiveMinimum": 0, "maximum": 1})",
+     {"0.5", "1", "0.001"},
+     {"0", "0.0", "1.5"}},
+    {R"({"type": "number", "minimum": -1, "maximum": 1})",
+     {"-1", "-0.5", "0", "1", "-1.0"},
+     {"-1.5", "1.1", "-1.01"}},
+    {R"({"type": "number", "exclusiveMaximum": -2})",
+     {"-3", "-2.5", "-1000.25"},
+     {"-2", "-1.9", "0", "-2.0"}},
     {R"({"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 1}]})",
      {"5", R"("x")"},
      {R"("xy")", "true"}},
@@ -249,6 +263,45 @@ TEST(RegexPattern, Errors) {
     EXPECT_EQ(
         error("\\p{L}"),
         "pattern: Unicode property escapes (\\p{...}) are not supported at offset 2 of '\\p{L}'");
+}
+
+}  // namespace
+}  // namespace minfer::grammar
+
+namespace minfer::grammar {
+namespace {
+
+// Findings of a review, each a schema that crashed, hung, misled or ignored a keyword.
+TEST(JsonSchema, ReviewedHostileSchemas) {
+    // allOf through $ref: a cycle is refused, a target referred to many times is merged once.
+    EXPECT_EQ(error_of(R"({"allOf": [{"$ref": "#"}]})"),
+              "json schema: 'allOf' refers back to itself through '#' at #");
+    Json doubling = {
+        {"$defs", {{"d0", {{"type", "object"}, {"properties", {{"a", {{"type", "integer"}}}}}}}}}};
+    for (int k = 1; k <= 40; ++k) {
+        const std::string previous = "#/$defs/d" + std::to_string(k - 1);
+        doubling["$defs"]["d" + std::to_string(k)] = {
+            {"allOf", Json::array({{{"$ref", previous}}, {{"$ref", previous}}})}};
+    }
+    doubling["$ref"] = "#/$defs/d40";
+    EXPECT_EQ(error_of(doubling.dump()), "(no error)");
+    EXPECT_EQ(error_of(R"({"allOf": [{"$ref": 5}]})"), "json schema: '$ref' must be a string at #");
+    // Keywords beside enum and const are refused, not ignored; const and enum respect 'type'.
+    EXPECT_EQ(error_of(R"({"type": "string", "enum": ["a", "bbbb"], "maxLength": 2})"),
+              "json schema: 'maxLength' beside 'enum' is not supported (only 'type' is) at #");
+    EXPECT_EQ(error_of(R"({"type": "integer", "const": "x"})"),
+              "json schema: no value of 'enum' or 'const' has the schema's 'type' at #");
+    // Many optional prefixItems are rules, not nested groups.
+    Json tuple = {{"type", "array"}, {"prefixItems", Json::array()}};
+    for (int i = 0; i < 400; ++i) tuple["prefixItems"].push_back({{"type", "boolean"}});
+    EXPECT_EQ(error_of(tuple.dump()), "(no error)");
+    const std::string gbnf = json_schema_to_gbnf(tuple);
+    EXPECT_TRUE(matches(gbnf, "[true,false]"));
+    EXPECT_FALSE(matches(gbnf, "[true,]"));
+    // A \u escape of a surrogate (half a character) is not generated.
+    const std::string strings = json_schema_to_gbnf(Json::parse(R"({"type": "string"})"));
+    EXPECT_FALSE(matches(strings, R"("\uD83D\uDE00")"));
+    EXPECT_TRUE(matches(strings, R"("\u00e9😀")"));
 }
 
 }  // namespace

@@ -197,3 +197,42 @@ TEST(GrammarLowering, ClassesCalledFromLoopsAreInlined) {
 
 }  // namespace
 }  // namespace minfer::grammar
+
+namespace minfer::grammar {
+namespace {
+
+// Two grammars share a position's structure (`w`) but not what follows it: the second one's masks
+// must not be pruned for the first one's callers (a review found `hello` refused after `help`).
+TEST(GrammarMatcher, MasksDoNotDependOnEarlierGrammars) {
+    std::vector<std::string> pieces = {"", "hel", "hello", "help", "lo", "p", "h", "e", "l", "o"};
+    const auto vocab = std::make_shared<GrammarVocabulary>(
+        pieces, std::vector<int32_t>{0}, std::unordered_map<std::string, int32_t>{});
+    const auto first =
+        CompiledGrammar::compile(parse_gbnf("root ::= w \"p\"\nw ::= \"hel\""), vocab);
+    const Grammar second_grammar = parse_gbnf("root ::= w \"lo\"\nw ::= \"hel\"");
+    const auto second = CompiledGrammar::compile(second_grammar, vocab);
+    EXPECT_GT(second->stats().positions_shared, 0u);
+    GrammarMatcher m(second);
+    TokenMask mask(vocab->n_vocab());
+    m.fill_mask(mask);
+    for (int32_t id = 1; id < vocab->n_vocab(); ++id) {
+        EXPECT_EQ(mask.test(id),
+                  testing::viable_prefix(second_grammar, pieces[static_cast<std::size_t>(id)]))
+            << pieces[static_cast<std::size_t>(id)];
+    }
+    EXPECT_TRUE(mask.test(2));   // hello
+    EXPECT_FALSE(mask.test(3));  // help
+}
+
+TEST(GrammarLowering, LongChainsOfRules) {
+    // 100,000 rules, each calling the next before a byte: no recursion in the analyses.
+    std::string g = "root ::= r0\n";
+    for (int i = 0; i < 100000; ++i)
+        g += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\"\n";
+    g += "r100000 ::= \"y\"\n";
+    const ByteGrammar lowered = lower(parse_gbnf(g));
+    EXPECT_EQ(lowered.n_rules(), 100002u);
+}
+
+}  // namespace
+}  // namespace minfer::grammar
