@@ -35,7 +35,11 @@ std::size_t element_count(const DraftRule& r) {
 class Lowerer {
   public:
     Lowerer(const Grammar& g, const std::unordered_map<std::string, int32_t>& special)
-        : g_(g), special_(special) {}
+        : g_(g), special_(special) {
+        for (const auto& [name, id] : special_) {
+            if (!name.empty()) may_start_special_[static_cast<uint8_t>(name[0])] = true;
+        }
+    }
 
     ByteGrammar run() {
         for (const Rule& r : g_.rules) rules_.push_back({r.name, {}});
@@ -92,25 +96,39 @@ class Lowerer {
         return {ElementKind::Bytes, byte_set(s)};
     }
 
+    // A literal's bytes; where a control token's text appears in it ("[TOOL_CALLS][" holds
+    // "[TOOL_CALLS]"), that part may also be the token itself.
     void lower_literal(const std::string& text, Sequence& out, int32_t owner) {
-        const auto special = special_.find(text);
-        if (special != special_.end()) {
-            const auto [it, inserted] = token_rules_.try_emplace(text, -1);
+        for (std::size_t i = 0; i < text.size();) {
+            const std::string* special = nullptr;
+            int32_t token = -1;
+            if (!special_.empty() && may_start_special_[static_cast<uint8_t>(text[i])]) {
+                for (const auto& [name, id] : special_) {
+                    const bool longer = special == nullptr || name.size() > special->size();
+                    if (longer && text.compare(i, name.size(), name) == 0) {
+                        special = &name;
+                        token = id;
+                    }
+                }
+            }
+            if (special == nullptr) {
+                const auto b = static_cast<uint8_t>(text[i++]);
+                add(out, byte_element(b, b));
+                continue;
+            }
+            const auto [it, inserted] = token_rules_.try_emplace(*special, -1);
             if (inserted) {
-                Sequence as_token{{ElementKind::Token, special->second}};
+                Sequence as_token{{ElementKind::Token, token}};
                 Sequence as_bytes;
-                for (const char c : text) {
+                for (const char c : *special) {
                     const auto b = static_cast<uint8_t>(c);
                     as_bytes.push_back(byte_element(b, b));
                 }
                 count(as_bytes.size() + 1);
                 it->second = new_rule(owner, {std::move(as_token), std::move(as_bytes)});
             }
-            return add(out, {ElementKind::Rule, it->second});
-        }
-        for (const char c : text) {
-            const auto b = static_cast<uint8_t>(c);
-            add(out, byte_element(b, b));
+            add(out, {ElementKind::Rule, it->second});
+            i += special->size();
         }
     }
 
@@ -474,6 +492,7 @@ class Lowerer {
 
     const Grammar& g_;
     const std::unordered_map<std::string, int32_t>& special_;
+    std::array<bool, 256> may_start_special_{};  // first bytes of the control tokens' texts
     std::vector<DraftRule> rules_;
     std::vector<ByteSet> sets_;
     std::map<std::array<uint64_t, 4>, int32_t> set_index_;

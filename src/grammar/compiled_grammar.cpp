@@ -11,8 +11,9 @@ namespace {
 // would cost more than it saves (such positions are in a schema's own large rules, whose masks are
 // cheap to compute, while what is worth sharing is small: a string's or a number's loop).
 constexpr std::size_t kMaxKeyElements = 1024;
-// Whole-state masks kept per grammar; past this the cache starts over.
-constexpr std::size_t kMaxStateMasks = 512;
+// Whole-state masks kept per grammar (19 KB each for a 152k vocabulary); past this the cache
+// starts over.
+constexpr std::size_t kMaxStateMasks = 128;
 // Accepted tokens are kept as a list below this fraction of the vocabulary.
 constexpr std::size_t kSparseDivisor = 32;
 

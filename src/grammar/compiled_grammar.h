@@ -15,9 +15,9 @@
 // from the real stack. Masks of whole states are cached too, since generation inside a string or
 // a number repeats the same state.
 //
-// Bounded: preparing a grammar's masks may take at most kMaxWorkUnits steps and its automaton
-// kMaxStates states (a UsageError or LimitError names the limit), so no request can stall the
-// engine.
+// Bounded: preparing a grammar's masks may take at most kMaxWorkUnits steps, and its automaton
+// at most kMaxAutomatonBytes (a UsageError or LimitError names the limit), so no request can
+// stall the engine.
 //
 // Thread-safe: matchers of one compiled grammar may run on different threads (a lock guards the
 // automaton and the caches; each call takes it once).

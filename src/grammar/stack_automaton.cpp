@@ -58,8 +58,12 @@ StackAutomaton::StateId StackAutomaton::intern_state(State&& s) {
                     s.nodes.size() * sizeof(int32_t));
     key += static_cast<char>((s.accepting ? 1 : 0) | (s.escaped ? 2 : 0));
     if (const auto it = state_index_.find(key); it != state_index_.end()) return it->second;
-    if (states_.size() >= kMaxStates)
-        throw LimitError(concat("grammar: more than ", kMaxStates, " states"));
+    // Each state costs its transitions (a StateId per byte class) and its stacks.
+    bytes_ += static_cast<std::size_t>(n_classes_) * sizeof(StateId) + sizeof(State) +
+              s.nodes.size() * sizeof(int32_t) + key.size() * 2;
+    if (bytes_ > kMaxAutomatonBytes)
+        throw LimitError(concat("grammar: its automaton outgrew ", kMaxAutomatonBytes >> 20,
+                                " MiB (", states_.size(), " states)"));
     states_.push_back(std::move(s));
     transitions_.resize(states_.size() * static_cast<std::size_t>(n_classes_), -1);
     const auto id = static_cast<StateId>(states_.size() - 1);

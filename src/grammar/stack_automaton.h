@@ -12,8 +12,9 @@
 //
 // advance() is memoized per (state, byte class): after warming up, matching a byte is one table
 // read. States and nodes are never freed while the automaton lives (one per compiled grammar);
-// past kMaxStates states or kMaxNodes nodes, or a state of more than kMaxStacks stacks (an
-// ambiguous grammar fed adversarial text), it throws LimitError rather than grow without end.
+// past kMaxAutomatonBytes of states and transitions or kMaxNodes nodes, or with a state of more
+// than kMaxStacks stacks (an ambiguous grammar fed adversarial text), it throws LimitError rather
+// than grow without end.
 
 #include <cstdint>
 #include <span>
@@ -25,7 +26,7 @@
 
 namespace minfer::grammar {
 
-inline constexpr std::size_t kMaxStates = std::size_t{1} << 20;
+inline constexpr std::size_t kMaxAutomatonBytes = std::size_t{32} << 20;
 inline constexpr std::size_t kMaxNodes = std::size_t{1} << 22;
 inline constexpr std::size_t kMaxStacks = 4096;
 
@@ -93,6 +94,7 @@ class StackAutomaton {
     std::vector<uint8_t> byte_class_;  // byte -> class: bytes in exactly the same byte sets
     int n_classes_ = 0;
     std::vector<StateId> transitions_;  // state * n_classes_ + class; -1 = not computed yet
+    std::size_t bytes_ = 0;             // what the states and their transitions take
     std::unordered_map<int32_t, StateId> return_states_;
     std::vector<int32_t> rule_of_;                  // position -> rule
     std::vector<std::vector<int32_t>> call_sites_;  // rule -> positions of Rule elements calling it

@@ -180,6 +180,18 @@ grammar::Grammar tool_call_grammar(ToolCallFormat format, const Json& tools,
     return grammar::parse_gbnf("root ::= " + root + "\n" + extra + b.rules());
 }
 
+grammar::Grammar reasoning_then(const grammar::Grammar& answer, std::string_view close_tag) {
+    grammar::Grammar renamed = answer;
+    grammar::JsonGrammarBuilder b;
+    for (const grammar::Rule& r : renamed.rules) b.reserve_name(r.name);  // keep them unique
+    auto& root = renamed.rules[static_cast<std::size_t>(renamed.root)];
+    root.name = b.reserve_name("answer");
+    const Rules thinking = text_without(b, close_tag);
+    return grammar::parse_gbnf("root ::= " + thinking.start + " " + lit(close_tag) +
+                               " [ \\t\\r\\n]* " + root.name + "\n" + thinking.text +
+                               renamed.to_gbnf());
+}
+
 Json messages_for_template(ToolCallFormat format, const Json& messages, const Json& tools,
                            bool arguments_as_text) {
     Json out = Json::array();

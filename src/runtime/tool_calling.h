@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "chat/tool_calls.h"
 #include "grammar/grammar.h"
@@ -28,6 +29,10 @@ struct ToolChoice {
 // naming the tool whose parameters schema cannot be converted.
 grammar::Grammar tool_call_grammar(chat::ToolCallFormat format, const nlohmann::ordered_json& tools,
                                    const ToolChoice& choice, bool parallel);
+
+// Free text without `close_tag`, the tag, optional white space, then an answer of `answer`: the
+// form of a constrained answer after a reasoning block the prompt has opened ("</think>").
+grammar::Grammar reasoning_then(const grammar::Grammar& answer, std::string_view close_tag);
 
 // The messages as templates take them: the arguments of earlier calls as objects (templates
 // tojson them; `arguments_as_text` keeps the strings, for templates that concatenate them), and

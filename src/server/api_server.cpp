@@ -107,7 +107,8 @@ struct ApiServer::State {
 
     std::shared_ptr<grammar::CompiledGrammar> compiled(const LoadedModel& m,
                                                        const grammar::Grammar& g) {
-        constexpr std::size_t kKept = 16;
+        // Each may hold up to about 35 MB (grammar/stack_automaton.h, the state masks).
+        constexpr std::size_t kKept = 8;
         std::string key = g.to_gbnf();
         {
             std::lock_guard lock(grammar_mutex);
@@ -433,7 +434,8 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
         std::vector<int32_t> prompt;
         bool opens_reasoning = false;
         const bool reasoning = template_writes_reasoning(m.chat_template.source());
-        std::shared_ptr<grammar::CompiledGrammar> compiled;
+        std::optional<grammar::Grammar> constraint;
+        std::string constraint_field;
         std::optional<chat::ToolCallFormat> tool_format;
         if (endpoint == Endpoint::Chat) {
             ChatRequest chat = parse_chat_request(request.body, options_.defaults);
@@ -450,12 +452,12 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
             if (tools_on) {
                 tool_format = chat::detect_tool_call_format(m.chat_template.source());
                 try {
-                    compiled = state_->compiled(
-                        m, tool_call_grammar(*tool_format, chat.tools, chat.tool_choice,
-                                             chat.parallel_tool_calls));
+                    constraint = tool_call_grammar(*tool_format, chat.tools, chat.tool_choice,
+                                                   chat.parallel_tool_calls);
                 } catch (const UsageError& e) {
                     throw ApiError(400, e.what(), "tools");
                 }
+                constraint_field = "tools";
             }
             opens_reasoning = reasoning && prompt_opens_reasoning(text);
             prompt = tokenize_chat_prompt(m, text);
@@ -476,10 +478,17 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
             }
         }
         if (gen.constraint) {
+            constraint = std::move(gen.constraint);
+            constraint_field = gen.constraint_field;
+        }
+        std::shared_ptr<grammar::CompiledGrammar> compiled;
+        if (constraint) {
+            // A prompt that opens a <think> block: the model reasons freely, then answers in form.
+            if (opens_reasoning) constraint = reasoning_then(*constraint, "</think>");
             try {
-                compiled = state_->compiled(m, *gen.constraint);
-            } catch (const UsageError& e) {
-                throw ApiError(400, e.what(), gen.constraint_field);
+                compiled = state_->compiled(m, *constraint);
+            } catch (const Error& e) {
+                throw ApiError(400, e.what(), constraint_field);
             }
         }
         if (gen.model.empty()) gen.model = options_.alias;

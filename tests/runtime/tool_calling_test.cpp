@@ -190,3 +190,66 @@ TEST(ToolCallGrammar, MessagesForTemplates) {
 
 }  // namespace
 }  // namespace minfer
+
+namespace minfer {
+namespace {
+
+// Where a format's markers are control tokens (Mistral's [TOOL_CALLS], Command R7B's
+// <|START_ACTION|>, DeepSeek's), the grammar offers the token, not only its text spelled out.
+TEST(ToolCallGrammar, MarkersThatAreControlTokensAreOffered) {
+    std::vector<std::string> pieces;
+    for (int b = 0; b < 256; ++b) pieces.emplace_back(1, static_cast<char>(b));
+    const std::vector<std::string> markers = {"[TOOL_CALLS]",          "<|START_ACTION|>",
+                                              "<|END_ACTION|>",        "<｜tool▁calls▁begin｜>",
+                                              "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>",
+                                              "<｜tool▁call▁end｜>",   "<｜tool▁calls▁end｜>"};
+    std::unordered_map<std::string, int32_t> special;
+    for (const std::string& m : markers) {
+        special[m] = static_cast<int32_t>(pieces.size());
+        pieces.emplace_back();  // control tokens print nothing
+    }
+    pieces.emplace_back();  // EOG
+    const auto vocab = std::make_shared<grammar::GrammarVocabulary>(
+        pieces, std::vector<int32_t>{static_cast<int32_t>(pieces.size() - 1)}, special);
+    grammar::TokenMask mask(vocab->n_vocab());
+    const auto first_mask = [&](ToolCallFormat f) {
+        grammar::GrammarMatcher m(grammar::CompiledGrammar::compile(
+            tool_call_grammar(f, tools(), {ToolChoice::Kind::Required, ""}, true), vocab));
+        m.fill_mask(mask);
+        return m;
+    };
+    first_mask(ToolCallFormat::Mistral);
+    EXPECT_TRUE(mask.test(special["[TOOL_CALLS]"]));
+    first_mask(ToolCallFormat::CommandR7b);
+    EXPECT_TRUE(mask.test(special["<|START_ACTION|>"]));
+    auto m = first_mask(ToolCallFormat::DeepSeekR1);
+    EXPECT_TRUE(mask.test(special["<｜tool▁calls▁begin｜>"]));
+    ASSERT_TRUE(m.accept(special["<｜tool▁calls▁begin｜>"]));
+    m.fill_mask(mask);
+    EXPECT_TRUE(mask.test(special["<｜tool▁call▁begin｜>"]));
+}
+
+}  // namespace
+}  // namespace minfer
+
+namespace minfer {
+namespace {
+
+TEST(ReasoningThen, FreeReasoningThenTheConstrainedAnswer) {
+    const auto g = grammar::CompiledGrammar::compile(
+        reasoning_then(grammar::parse_gbnf("root ::= \"{\" text \"}\"\ntext ::= [a-z]+"),
+                       "</think>"),
+        byte_vocabulary());
+    const auto accepts = [&](const std::string& s) {
+        grammar::GrammarMatcher m(g);
+        return m.accept_bytes(s) && m.is_complete();
+    };
+    EXPECT_TRUE(accepts("Let me see: {maybe}.</think>\n\n{yes}"));
+    EXPECT_TRUE(accepts("</think>{no}"));
+    EXPECT_FALSE(accepts("{yes}"));                    // the reasoning must end first
+    EXPECT_FALSE(accepts("a</think>b</think>{yes}"));  // and once
+    EXPECT_FALSE(accepts("</think>{Yes}"));
+}
+
+}  // namespace
+}  // namespace minfer
