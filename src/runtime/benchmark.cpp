@@ -69,7 +69,8 @@ double time_generation(Engine& engine, const BenchTest& t, std::mt19937& rng) {
     const int64_t n_vocab = engine.model().hparams().n_vocab;
     std::vector<SeqId> ids;
     for (int64_t i = 0; i < t.n_parallel; ++i) {
-        SequenceParams p = greedy(random_tokens(std::max<int64_t>(1, t.n_depth + t.n_prompt), n_vocab, rng));
+        SequenceParams p =
+            greedy(random_tokens(std::max<int64_t>(1, t.n_depth + t.n_prompt), n_vocab, rng));
         // Enough that no sequence ends during the measured steps, whichever step each started
         // decoding in.
         p.n_predict = t.n_gen + t.n_depth + t.n_prompt + 2;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "chat/chat_template.h"
+#include "grammar/compiled_grammar.h"
 #include "hub/download.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -27,6 +28,8 @@ struct LoadOptions {
     hub::DownloadEvents download;
 };
 
+struct GrammarVocabularySlot;
+
 struct LoadedModel {
     std::shared_ptr<const Model> model;
     std::shared_ptr<const Tokenizer> tokenizer;
@@ -37,6 +40,16 @@ struct LoadedModel {
     double load_ms = 0;              // mapping and parsing, not a download
     // The canonical reference when the model came from a hub, registry or URL ("" for a path).
     std::string reference;
+    std::shared_ptr<GrammarVocabularySlot> grammar_slot = make_grammar_slot();
+
+    // The vocabulary as grammars use it, built on first use (with the masks every JSON grammar
+    // shares) and then shared by every copy of this LoadedModel. Thread-safe.
+    std::shared_ptr<const grammar::GrammarVocabulary> grammar_vocabulary() const;
+    // A grammar compiled for this model (grammar/compiled_grammar.h).
+    std::shared_ptr<grammar::CompiledGrammar> compile_grammar(const grammar::Grammar& g) const;
+
+  private:
+    static std::shared_ptr<GrammarVocabularySlot> make_grammar_slot();
 };
 
 // Throws IoError/FormatError for files, what hub::resolve_model throws for remote references
