@@ -10,10 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "core/atomic_output_file.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/log.h"
+#include "hub/cache_file.h"
 #include "hub/reference.h"
 
 namespace minfer::hub {
@@ -21,18 +21,6 @@ namespace {
 
 std::string read_small(const std::filesystem::path& path) {
     return read_file(path, "a cache record", 1 << 20);
-}
-
-void write_small(const std::filesystem::path& path, std::string_view text) {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    if (ec) {
-        throw IoError(
-            concat(path.parent_path().string(), ": cannot create the directory: ", ec.message()));
-    }
-    AtomicOutputFile out(path);
-    out.stream() << text;
-    out.commit();
 }
 
 }  // namespace
@@ -82,7 +70,7 @@ std::optional<std::string> HfRepoCache::commit_for(std::string_view revision) co
 
 void HfRepoCache::write_ref(std::string_view revision, std::string_view commit) const {
     if (is_commit_id(revision)) return;
-    write_small(folder_ / "refs" / std::string(revision), commit);
+    write_cache_file(folder_ / "refs" / std::string(revision), commit);
 }
 
 void HfRepoCache::link(std::string_view commit, std::string_view file,
@@ -171,7 +159,7 @@ void save_listing(const std::filesystem::path& minfer_cache, std::string_view re
     }
     const auto path = minfer_cache / "hf" / repo_folder_name(repo) / concat(commit, ".json");
     try {
-        write_small(path, list.dump());
+        write_cache_file(path, list.dump());
     } catch (const Error& e) {
         log_warning(concat("could not save the file list of ", repo, ": ", e.what()));
     }

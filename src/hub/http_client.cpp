@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "hub/ascii.h"
 #include "hub/url.h"
 
 namespace minfer::hub {
@@ -23,13 +24,6 @@ constexpr std::size_t kMaxHeaderBytes = 256 * 1024;
 void global_init() {
     static std::once_flag once;
     std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
 }
 
 std::string_view trim(std::string_view s) {
@@ -102,7 +96,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
         }
         const std::size_t colon = content.find(':');
         if (colon != std::string_view::npos && t->response.headers.size() < 500) {
-            t->response.headers.emplace_back(lower(trim(content.substr(0, colon))),
+            t->response.headers.emplace_back(ascii_lower(trim(content.substr(0, colon))),
                                              std::string(trim(content.substr(colon + 1))));
         }
         return n;

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "gguf/split_path.h"
+#include "hub/ascii.h"
 #include "hub/hf_cache.h"
 #include "hub/ollama.h"
 #include "hub/reference.h"
@@ -48,9 +49,7 @@ std::vector<fs::path> subdirectories(const fs::path& dir) {
 }
 
 bool is_gguf_model_name(const std::string& path) {
-    std::string lower = path;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string lower = ascii_lower(path);
     const auto slash = lower.rfind('/');
     const std::string name = slash == std::string::npos ? lower : lower.substr(slash + 1);
     return lower.size() > 5 && lower.ends_with(".gguf") &&

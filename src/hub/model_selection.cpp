@@ -8,19 +8,13 @@
 
 #include "core/error.h"
 #include "gguf/split_path.h"
+#include "hub/ascii.h"
 
 namespace minfer::hub {
 namespace {
 
 bool is_alnum(char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0;
-}
-
-std::string lower(std::string_view s) {
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
 }
 
 std::string upper(std::string_view s) {
@@ -36,12 +30,12 @@ std::string_view base_name(std::string_view path) {
 }
 
 bool is_gguf(std::string_view path) {
-    return path.size() > 5 && lower(path.substr(path.size() - 5)) == ".gguf";
+    return path.size() > 5 && ascii_lower(path.substr(path.size() - 5)) == ".gguf";
 }
 
 // Projectors and importance matrices sit beside models in many repositories.
 bool is_auxiliary(std::string_view path) {
-    const std::string name = lower(base_name(path));
+    const std::string name = ascii_lower(base_name(path));
     return name.find("mmproj") != std::string::npos || name.find("imatrix") != std::string::npos;
 }
 
@@ -134,7 +128,7 @@ bool is_quant_token(std::string_view token) {
 
 bool has_quant_tag(std::string_view path, std::string_view tag) {
     if (tag.empty()) return false;
-    const std::string hay = lower(path), needle = lower(tag);
+    const std::string hay = ascii_lower(path), needle = ascii_lower(tag);
     for (std::size_t at = hay.find(needle); at != std::string::npos;
          at = hay.find(needle, at + 1)) {
         const std::size_t end = at + needle.size();

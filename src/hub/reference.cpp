@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/utf8.h"
+#include "hub/ascii.h"
 #include "hub/url.h"
 
 namespace minfer::hub {
@@ -15,11 +16,7 @@ bool is_ascii_alnum(char c) {
 }
 
 bool ends_with_gguf(std::string_view s) {
-    if (s.size() < 5) return false;
-    std::string tail(s.substr(s.size() - 5));
-    std::transform(tail.begin(), tail.end(), tail.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return tail == ".gguf";
+    return s.size() >= 5 && ascii_lower(s.substr(s.size() - 5)) == ".gguf";
 }
 
 // huggingface_hub's validate_repo_id for each half: letters, digits, '-', '_', '.', at most 96,

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "hub/ascii.h"
 
 namespace minfer::hub {
 namespace {
@@ -42,9 +43,7 @@ std::optional<HttpUrl> from_handle(CURLU* u) {
     if (get_part(u, CURLUPART_USER) || get_part(u, CURLUPART_PASSWORD)) return std::nullopt;
     auto host = get_part(u, CURLUPART_HOST);
     if (!host || host->empty()) return std::nullopt;
-    std::transform(host->begin(), host->end(), host->begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    url.host = *host;
+    url.host = ascii_lower(*host);
     auto port = get_part(u, CURLUPART_PORT, CURLU_DEFAULT_PORT);
     if (!port) return std::nullopt;
     try {
