@@ -5,6 +5,7 @@
 #include <ctime>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/format.h"
@@ -20,8 +21,8 @@ namespace minfer::cli {
 namespace {
 
 // The tag in the file name, else the GGUF file's own general.file_type (ollama's blobs have no
-// telling name).
-std::string quantization_of(const hub::CachedModel& m) {
+// telling name); nullopt when neither says.
+std::optional<std::string> quantization_of(const hub::CachedModel& m) {
     std::string tag = hub::quant_tag_of(m.files.front().filename().string());
     if (!tag.empty()) return tag;
     try {
@@ -32,7 +33,7 @@ std::string quantization_of(const hub::CachedModel& m) {
         }
     } catch (const Error&) {
     }
-    return "?";
+    return std::nullopt;
 }
 
 std::string iso_time(int64_t t) {
@@ -66,8 +67,8 @@ void add_list_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "list", "List the models in the caches: reference, file, size, quantization, last use");
     cmd->add_flag("--json", *json,
-                  "One JSON array: reference, files, size (bytes), quantization, last_used "
-                  "(ISO 8601, null when minfer never used it)");
+                  "One JSON array: reference, files, size (bytes), quantization (null when "
+                  "unknown), last_used (ISO 8601, null when minfer never used it)");
     cmd->footer(
         "\nLists the GGUF models in the Hugging Face cache (those huggingface-cli fetched too), in "
         "minfer's ollama\nstore and among its URL downloads. REFERENCE is the one minfer was "
@@ -81,11 +82,13 @@ void add_list_command(CLI::App& app) {
             for (const auto& m : models) {
                 nlohmann::ordered_json files = nlohmann::ordered_json::array();
                 for (const auto& f : m.files) files.push_back(f.string());
+                const auto quantization = quantization_of(m);
                 out.push_back(
                     {{"reference", m.reference},
                      {"files", files},
                      {"size", m.size},
-                     {"quantization", quantization_of(m)},
+                     {"quantization", quantization ? nlohmann::ordered_json(*quantization)
+                                                   : nlohmann::ordered_json(nullptr)},
                      {"last_used", m.last_used ? nlohmann::ordered_json(iso_time(*m.last_used))
                                                : nlohmann::ordered_json(nullptr)}});
             }
@@ -103,7 +106,8 @@ void add_list_command(CLI::App& app) {
         rows.push_back({"REFERENCE", "FILE", "SIZE", "QUANT", "LAST USED"});
         for (const auto& m : models) {
             rows.push_back({escape_for_terminal(m.reference), escape_for_terminal(file_column(m)),
-                            format_mib(m.size), escape_for_terminal(quantization_of(m)),
+                            format_mib(m.size),
+                            escape_for_terminal(quantization_of(m).value_or("?")),
                             m.last_used ? ago(*m.last_used) : "never (not by minfer)"});
         }
         std::array<std::size_t, 5> width{};

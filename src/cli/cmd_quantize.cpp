@@ -14,6 +14,7 @@
 #include "cli/format.h"
 #include "cli/model_loading.h"
 #include "cli/progress_bar.h"
+#include "core/atomic_output_file.h"
 #include "core/cpu_set.h"
 #include "core/error.h"
 #include "core/terminal_text.h"
@@ -93,7 +94,9 @@ void add_quantize_command(CLI::App& app) {
             throw UsageError(concat("unknown quantization type '", opts->type,
                                     "'; expected one of ", mix_names()));
         }
-        const auto input = resolve_model_for_cli(opts->input);  // may download
+        // OUT is checked before a reference's download, which may take minutes.
+        resolve_output_target(opts->output);
+        const auto input = resolve_model_for_cli(opts->input);
         ProgressBar bar;  // "[#####-----]  45%  4/39  blk.3.ffn_up.weight" on a terminal
         ModelQuantizeOptions options;
         options.threads = clamp_thread_count(opts->threads, "-t");

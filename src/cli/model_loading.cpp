@@ -9,13 +9,21 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "gguf/gguf_file.h"
+#include "hub/reference.h"
 #include "hub/resolver.h"
 
 namespace minfer::cli {
 
 std::string default_model() {
     const char* env = std::getenv("MINFER_DEFAULT_MODEL");
-    return env != nullptr && *env != '\0' ? env : kDefaultModel;
+    if (env == nullptr || *env == '\0') return kDefaultModel;
+    // The user did not type this reference: a malformed one must name where it came from.
+    try {
+        hub::parse_reference(env);
+    } catch (const UsageError& e) {
+        throw UsageError(concat("MINFER_DEFAULT_MODEL: ", e.what()));
+    }
+    return env;
 }
 
 LoadedModel load_model_for_cli(const std::string& reference, bool quiet,

@@ -4,11 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_output_file.h"
 #include "core/error.h"
 #include "core/file_io.h"
 #include "gguf/gguf_file.h"
 #include "gguf/split_path.h"
+#include "hub/cache_file.h"
 #include "hub/hf_api.h"
 #include "hub/hf_cache.h"
 #include "hub/model_selection.h"
@@ -43,18 +43,6 @@ const RepoFile* find_file(const std::vector<RepoFile>& files, std::string_view p
     return nullptr;
 }
 
-void write_small_file(const std::filesystem::path& path, std::string_view text) {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    if (ec) {
-        throw IoError(
-            concat(path.parent_path().string(), ": cannot create the directory: ", ec.message()));
-    }
-    AtomicOutputFile out(path);
-    out.stream() << text;
-    out.commit();
-}
-
 bool regular_file_of_size(const std::filesystem::path& path, std::optional<uint64_t> size) {
     struct stat st {};
     return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
@@ -71,6 +59,15 @@ ResolvedModel finish(const HubSettings& settings, std::string reference,
     r.revision_note = std::move(note);
     record_usage(settings.minfer_cache, r.reference, r.files);
     return r;
+}
+
+// pull (Refresh) of a reference that is cached, when the server cannot be reached: the error
+// says that other commands still use the cached copy without asking.
+[[noreturn]] void rethrow_unreachable(const NetworkError& e, std::string_view canonical,
+                                      bool cached) {
+    if (!cached) throw e;
+    throw NetworkError(concat(e.what(), " (the cached copy of ", canonical,
+                              " still works: minfer uses it without asking the server)"));
 }
 
 // ---- Hugging Face ----
@@ -132,11 +129,14 @@ ResolvedModel resolve_hf(const HfReference& ref, const HubSettings& settings, Re
     try {
         commit = api.commit_of(ref.repo, ref.revision, canonical);
     } catch (const NetworkError& e) {
-        if (mode == ResolveMode::Refresh && cache.commit_for(ref.revision)) {
-            throw NetworkError(concat(e.what(), " (the cached copy of ", canonical,
-                                      " still works: minfer uses it without asking the hub)"));
+        // CacheFirst came here because the files are not (all) cached.
+        bool cached = false;
+        try {
+            cached = mode == ResolveMode::Refresh &&
+                     hf_from_cache(ref, canonical, cache, settings).has_value();
+        } catch (const Error&) {
         }
-        throw;
+        rethrow_unreachable(e, canonical, cached);
     }
     auto listing = load_listing(settings.minfer_cache, ref.repo, commit);
     if (!listing) {
@@ -239,7 +239,7 @@ ResolvedModel resolve_ollama(const OllamaReference& ref, const HubSettings& sett
         "Accept: application/vnd.docker.distribution.manifest.v2+json");
     const auto throw_for_status = [&](const HttpResponse& r, std::string_view what) {
         if (r.status == 404) {
-            throw HttpError(concat(canonical, ": ", what, " not found in the registry ",
+            throw HttpError(concat(canonical, ": ", what, " is not in the registry ",
                                    settings.ollama_registry, " (check the model's name and tag)"),
                             r.status, std::nullopt);
         }
@@ -248,11 +248,15 @@ ResolvedModel resolve_ollama(const OllamaReference& ref, const HubSettings& sett
                         r.status, r.retry_after());
     };
     HttpResponse manifest;
-    with_retries(settings.transfer, events.cancel, retry_notice(events), [&] {
-        manifest = client.get_small(manifest_request, 1 << 20, events.cancel);
-        if (manifest.status < 200 || manifest.status >= 300)
-            throw_for_status(manifest, "the model");
-    });
+    try {
+        with_retries(settings.transfer, events.cancel, retry_notice(events), [&] {
+            manifest = client.get_small(manifest_request, 1 << 20, events.cancel);
+            if (manifest.status < 200 || manifest.status >= 300)
+                throw_for_status(manifest, "the model");
+        });
+    } catch (const NetworkError& e) {
+        rethrow_unreachable(e, canonical, ollama_from_cache(ref, settings).has_value());
+    }
     OllamaModelLayer layer;
     try {
         layer = parse_ollama_manifest(manifest.body);
@@ -281,7 +285,7 @@ ResolvedModel resolve_ollama(const OllamaReference& ref, const HubSettings& sett
             return r;
         },
         [&](const HttpResponse& r) { throw_for_status(r, "the model's data"); }, target, events);
-    write_small_file(ours.manifest_path(host, ref), manifest.body);
+    write_cache_file(ours.manifest_path(host, ref), manifest.body);
     return finish(settings, canonical, {target.path}, result.fetched,
                   concat("sha256 ", layer.sha256.substr(0, 12)));
 }
@@ -314,7 +318,7 @@ std::optional<UrlRecord> read_url_record(const std::filesystem::path& path) {
 
 void write_url_record(const std::filesystem::path& path, const UrlRecord& r) {
     const nlohmann::json j = {{"url", r.url}, {"etag", r.etag}, {"size", r.size}};
-    write_small_file(path, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    write_cache_file(path, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 // An ETag goes back in If-None-Match / If-Range: visible ASCII only, bounded.
@@ -396,6 +400,8 @@ ResolvedModel resolve_url(const UrlReference& ref, const HubSettings& settings, 
             target, with_etag);
     } catch (const NotModified&) {
         return finish(settings, ref.url, {file}, false, "unchanged (ETag)");
+    } catch (const NetworkError& e) {
+        rethrow_unreachable(e, ref.url, cached);
     }
     std::error_code ec;
     write_url_record(record_file, UrlRecord{ref.url, etag, std::filesystem::file_size(file, ec)});

@@ -196,7 +196,13 @@ TEST(HubPull, EveryCommandTakesAReference) {
     r = box.run({"bench", ref, "-p", "8", "-n", "2", "-r", "1", "-t", "1"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(requests_to(hub, "data").size(), 1u);
-    // quantize reads a reference and writes a file.
+    // quantize reads a reference and writes a file; an OUT it cannot write is refused before
+    // the download (which may take minutes), not after it.
+    hub.clear_requests();
+    r = box.run({"quantize", "hf:test/f16", box.hf_cache().string(), "Q8_0"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("directory"), std::string::npos) << r.err;
+    EXPECT_TRUE(hub.requests().empty());
     const fs::path out = box.path("q.gguf");
     r = box.run({"quantize", "hf:test/f16", out.string(), "Q8_0"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -230,7 +236,9 @@ TEST(HubPull, ChoosesOrExplains) {
     EXPECT_NE(r.err.find("no such revision"), std::string::npos) << r.err;
     r = box.run({"pull", "ollama:nothing:here"});
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("not found in the registry"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("ollama:nothing:here: the model is not in the registry"),
+              std::string::npos)
+        << r.err;
     r = box.run({"pull", "tiny.gguf"});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("is a local path"), std::string::npos) << r.err;
@@ -574,6 +582,7 @@ TEST(HubPull, OfflineAndUnreachable) {
 
     box.env["HF_HUB_OFFLINE"] = "";
     ASSERT_EQ(box.run({"pull", "hf:test/tiny"}).exit_code, 0);
+    ASSERT_EQ(box.run({"pull", "ollama:tiny"}).exit_code, 0);
     hub.clear_requests();
     box.env["HF_HUB_OFFLINE"] = "1";
     // The same choice offline as online: the saved file list says Q4_K_M.
@@ -595,6 +604,21 @@ TEST(HubPull, OfflineAndUnreachable) {
     r = box.run({"info", "hf:test/tiny:Q8_0"});  // not cached
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("127.0.0.1"), std::string::npos) << r.err;
+    r = box.run({"pull", "hf:test/tiny:Q8_0"});  // its commit is cached, the file is not
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err.find("still works"), std::string::npos) << r.err;
+    // The same for the registry. Its manifests are kept by registry host: the pulled one is
+    // copied to where an unreachable registry on port 9 would have left it.
+    const fs::path manifests = box.minfer_cache() / "ollama" / "manifests";
+    fs::copy(manifests / hub.url().substr(7), manifests / "127.0.0.1:9",
+             fs::copy_options::recursive);
+    box.env["MINFER_OLLAMA_REGISTRY"] = "http://127.0.0.1:9";
+    r = box.run({"pull", "ollama:tiny"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("the cached copy of ollama:tiny still works"), std::string::npos) << r.err;
+    r = box.run({"pull", "ollama:someone/tiny:q4"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err.find("still works"), std::string::npos) << r.err;
 }
 
 TEST(HubPull, ReusesAHuggingFaceCliCache) {
@@ -629,8 +653,12 @@ TEST(HubPull, ReusesAHuggingFaceCliCache) {
 
 TEST(HubPull, ListAndRemove) {
     REQUIRE_MODEL_FIXTURES();
-    FakeHub hub(base_config(fx));
+    json config = base_config(fx);
+    // Neither its name nor its metadata (no general.file_type) tells the quantization.
+    add_repo(config, "test/plain", {{"model.gguf", file_spec(fx.stories)}});
+    FakeHub hub(config);
     HubSandbox box(hub);
+    ASSERT_EQ(box.run({"pull", "hf:test/plain"}).exit_code, 0);
     ASSERT_EQ(box.run({"pull", "hf:test/tiny:Q8_0"}).exit_code, 0);
     ASSERT_EQ(box.run({"pull", "hf:test/tiny@v1:Q8_0"}).exit_code, 0);  // the same blob
     ASSERT_EQ(box.run({"pull", "hf:test/tiny"}).exit_code, 0);
@@ -649,6 +677,7 @@ TEST(HubPull, ListAndRemove) {
     EXPECT_EQ(by_ref["hf:test/tiny"]["quantization"], "Q4_K_M");
     EXPECT_EQ(by_ref["ollama:tiny"]["quantization"], "Q8_0");  // from the GGUF metadata
     EXPECT_TRUE(by_ref["ollama:tiny"]["last_used"].is_string());
+    EXPECT_TRUE(by_ref["hf:test/plain"]["quantization"].is_null()) << listed.out;
     const auto text = box.run({"list"});
     EXPECT_NE(text.out.find("REFERENCE"), std::string::npos);
     EXPECT_NE(text.out.find("tiny-Q4_K_M.gguf"), std::string::npos) << text.out;
@@ -666,7 +695,7 @@ TEST(HubPull, ListAndRemove) {
     r = box.run({"rm", "hf:test/tiny"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_FALSE(fs::exists(repo_folder(box)));  // nothing left of the repository
-    r = box.run({"rm", "ollama:tiny"});
+    r = box.run({"rm", "ollama:tiny", "hf:test/plain"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_FALSE(fs::exists(box.minfer_cache() / "ollama" / "blobs" / ("sha256-" + sha)));
     listed = box.run({"list", "--json"});
@@ -746,6 +775,15 @@ TEST(HubPull, DefaultModelForRunAndChat) {
     r = box.run({"run", "-p", "Hi"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M"), std::string::npos) << r.err;
+    // A malformed default names the variable it came from, before anything is requested. (The
+    // server logs a request after answering it: the last one is waited for before clearing.)
+    wait_until([&] { return !requests_to(hub, "api", "Qwen").empty(); }, std::chrono::seconds(5));
+    hub.clear_requests();
+    box.env["MINFER_DEFAULT_MODEL"] = "hf:../x";
+    r = box.run({"chat", "-n", "2"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("MINFER_DEFAULT_MODEL: 'hf:../x'"), std::string::npos) << r.err;
+    EXPECT_TRUE(hub.requests().empty());
 }
 
 }  // namespace
