@@ -195,6 +195,12 @@ MinferRun HubSandbox::Child::wait(std::chrono::seconds timeout) {
     return r;
 }
 
+std::string HubSandbox::Child::err_so_far() const {
+    std::error_code ec;
+    // The child creates the file after the fork: it may not be there yet.
+    return std::filesystem::exists(err_, ec) ? read_file(err_) : std::string();
+}
+
 std::string sha256sum(const std::filesystem::path& file) {
     const std::string cmd = "sha256sum '" + file.string() + "'";
     FILE* p = ::popen(cmd.c_str(), "r");

@@ -69,6 +69,8 @@ class HubSandbox {
         ~Child();
         void signal(int sig) const;
         MinferRun wait(std::chrono::seconds timeout = std::chrono::seconds(60));
+        // What it has written to stderr so far (a server's "serving ..." line).
+        std::string err_so_far() const;
         pid_t pid() const { return pid_; }
 
       private:

@@ -209,6 +209,25 @@ TEST(HubPull, EveryCommandTakesAReference) {
     EXPECT_TRUE(fs::exists(out));
 }
 
+// serve downloads its model before it listens, and names it by its reference in /v1/models.
+TEST(HubPull, ServeTakesAReference) {
+    REQUIRE_MODEL_FIXTURES();
+    FakeHub hub(base_config(fx));
+    HubSandbox box(hub);
+    auto server = box.start({"serve", "hf:test/tiny:Q8_0", "--port", "0", "-np", "1"});
+    ASSERT_TRUE(wait_until(
+        [&] { return server->err_so_far().find("minfer: serving") != std::string::npos; },
+        std::chrono::seconds(30)))
+        << server->err_so_far();
+    server->signal(SIGTERM);
+    const auto r = server->wait();
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("serving 'hf:test/tiny:Q8_0'"), std::string::npos) << r.err;
+    EXPECT_EQ(requests_to(hub, "data").size(), 1u);
+    EXPECT_TRUE(
+        same_bytes(fs::path(repo_folder(box)) / "snapshots" / kCommit / "tiny-Q8_0.gguf", fx.q8));
+}
+
 TEST(HubPull, ChoosesOrExplains) {
     REQUIRE_MODEL_FIXTURES();
     json config = base_config(fx);
