@@ -23,6 +23,7 @@ Config:
           ignore_range: true  answer 200 with everything to a Range request
           rate: N             at most N bytes per second
           corrupt: true       flip one byte of what is sent
+          no_length: true     no Content-Length: the body ends when the connection closes
 """
 
 import hashlib
@@ -299,7 +300,12 @@ class Handler(BaseHTTPRequestHandler):
                 return self.reply(416, "", {"Content-Range": "bytes */%d" % size})
         length = size - start
         self.send_response(206 if start > 0 else 200)
-        self.send_header("Content-Length", str(length))
+        if fault.get("no_length"):
+            # The body ends when the connection closes (HTTP/1.1 allows it).
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        else:
+            self.send_header("Content-Length", str(length))
         if start > 0:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, size - 1, size))
         if etag:

@@ -764,6 +764,22 @@ TEST(HubPull, UrlsAreRevalidatedByETag) {
     EXPECT_EQ(api[0]["if_none_match"], "\"etag-1\"");
     EXPECT_EQ(api[0]["status"], 304);
     EXPECT_NE(r.err.find("up to date"), std::string::npos) << r.err;
+
+    // The server's file changed (a new ETag): fetched again and the cached copy replaced; then,
+    // a server that sends no Content-Length: the size is what arrived before the close.
+    json config = hub.config();
+    config["urls"]["/files/tiny-Q8_0.gguf"] = {{"source", fx.q4km.string()},
+                                               {"etag", "\"etag-2\""}};
+    config["urls"]["/files/nolength-Q8_0.gguf"] = {{"source", fx.q8.string()}};
+    config["faults"]["/files/nolength-Q8_0.gguf"] = {{"no_length", true}};
+    hub.set_config(config);
+    r = box.run({"pull", url});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("pulled"), std::string::npos) << r.err;
+    EXPECT_TRUE(same_bytes(trimmed(r.out), fx.q4km));
+    r = box.run({"pull", hub.url() + "/files/nolength-Q8_0.gguf"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(same_bytes(trimmed(r.out), fx.q8));
 }
 
 TEST(HubPull, FreeSpaceIsCheckedFirst) {
