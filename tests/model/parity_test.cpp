@@ -54,6 +54,16 @@ TEST_P(Parity, LogprobsMatchTheReference) {
     ASSERT_EQ(t.model.model->hparams().n_vocab, golden.n_vocab);
     // The golden files were made with an f16 cache: a q8_0 cache may deviate twice as far.
     const double tol = golden.tolerance() * (p.kv_type == GgmlType::Q8_0 ? 2.0 : 1.0);
+    // Mixtures of experts have router near-ties: in tiny-qwen3moe-f16's third case, position 83,
+    // layer 0's second and third experts differ in probability by 8e-7 (by the NumPy oracle). A
+    // cache of another type than the reference's f16 moves the router's input by more than that,
+    // so the choice may fall on the other expert there: another, equally right computation,
+    // whose cost the family's q8_0 golden measures (its cross-engine figure comes from exactly
+    // such choices). With such a cache, at most one position in 50 may go beyond tol, and only
+    // up to that golden's tolerance.
+    const bool other_routing = t.model.model->hparams().n_expert > 0 && p.kv_type != GgmlType::F16;
+    const double routing_tol = other_routing ? test::routing_tolerance(golden) : tol;
+    std::size_t n_positions = 0, n_rerouted = 0;
 
     double worst = 0;
     for (const auto& c : golden.cases) {
@@ -64,6 +74,13 @@ TEST_P(Parity, LogprobsMatchTheReference) {
             const auto& ref = c.positions[i];
             const double dev = test::max_logprob_deviation(ref, logits[i]);
             worst = std::max(worst, dev);
+            ++n_positions;
+            if (other_routing && dev > tol) {
+                ++n_rerouted;
+                EXPECT_LE(dev, routing_tol)
+                    << "position " << i << " of prompt '" << c.prompt << "' (another routing)";
+                continue;
+            }
             EXPECT_LE(dev, tol) << "position " << i << " of prompt '" << c.prompt << "'";
             if (ref.margin() > 2 * tol) {
                 EXPECT_EQ(test::argmax(logits[i]), ref.top[0].first)
@@ -71,8 +88,13 @@ TEST_P(Parity, LogprobsMatchTheReference) {
             }
         }
     }
-    std::printf("parity %-24s max |dlogprob| %.4f (tolerance %.4f)\n", golden.model.c_str(), worst,
-                tol);
+    EXPECT_LE(n_rerouted, std::max<std::size_t>(1, n_positions / 50))
+        << "positions beyond the tolerance (routing near-ties are rarer than that)";
+    std::printf("parity %-24s max |dlogprob| %.4f (tolerance %.4f)%s\n", golden.model.c_str(),
+                worst, tol,
+                n_rerouted > 0
+                    ? concat(", ", n_rerouted, " rerouted position(s) within ", routing_tol).c_str()
+                    : "");
 }
 
 std::vector<ParityParam> all_params() {
