@@ -219,7 +219,9 @@ void AttendGroup(const AttentionGroup& a, float* scratch) {
     for (int64_t m = 0; m < g; ++m) {
         float* row = scores + m * stride;
         if (a.softcap > 0.0f) {
-            for (int64_t j = 0; j < n; ++j) row[j] = a.softcap * std::tanh(row[j] / a.softcap);
+            // ggml's three ops: * (1 / cap), tanh, * cap.
+            const float inverse = 1.0f / a.softcap;
+            for (int64_t j = 0; j < n; ++j) row[j] = std::tanh(row[j] * inverse) * a.softcap;
         }
         // Keys before the window are masked (ggml's -inf mask); those beyond n (the last tile's
         // tail) are left out.
