@@ -326,8 +326,11 @@ std::vector<SequenceEvent> Engine::step() {
     const auto add_entry = [&](Sequence& s, int64_t n) {
         const int64_t first = kv_.length(s.kv_seq);
         if (!schedule(s, n, copies, preempted)) {
-            // Waiting for older sequences, unless it could not fit even with the whole pool.
-            const int64_t blocks = (first + n + block - 1) / block;
+            // Waiting for older sequences, unless it could not fit even with the whole pool
+            // (with a sliding window, the blocks it holds are those its window reaches).
+            const int64_t blocks = kv_.window() > 0
+                                       ? kv_.blocks_held(s.kv_seq) + kv_.blocks_needed(s.kv_seq, n)
+                                       : (first + n + block - 1) / block;
             if (blocks > kv_.pool().n_blocks()) finish(s, StopReason::CacheFull, events);
             return;
         }

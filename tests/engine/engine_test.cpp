@@ -316,6 +316,26 @@ TEST(SlidingWindow, ASequenceHoldsOnlyTheBlocksItsWindowReaches) {
     }
 }
 
+// With a sliding window a sequence may grow past the pool: 7 blocks of 16 hold 112 positions,
+// and a sequence of 220 needs only the blocks its window of 64 reaches. It runs to its token
+// limit (not `cache`), and generates what it generates with a pool of 512 positions.
+TEST(SlidingWindow, ASequenceOutgrowsAPoolItsWindowFits) {
+    MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-phi3-q8_0.gguf");
+    EngineOptions small = options(7 * 16);
+    small.n_ctx = 512;
+    EngineOptions large = options(512);
+    large.n_ctx = 512;
+    auto a = test::make_engine(model_path, small);
+    auto b = test::make_engine(model_path, large);
+    const auto n_vocab = static_cast<int32_t>(a.model.model->hparams().n_vocab);
+    const auto prompt = random_tokens(20, 24, n_vocab);
+    const Generation ga = generate(*a.engine, greedy(prompt, 200), nullptr);
+    const Generation gb = generate(*b.engine, greedy(prompt, 200), nullptr);
+    EXPECT_EQ(ga.result.stop, StopReason::MaxTokens);
+    EXPECT_EQ(ga.result.tokens.size(), 200u);
+    EXPECT_EQ(ga.result.tokens, gb.result.tokens);
+}
+
 // A model with global layers (gemma2: every other layer sees everything) frees nothing.
 TEST(SlidingWindow, ModelsWithGlobalLayersKeepEveryBlock) {
     MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-gemma2-q8_0.gguf");
