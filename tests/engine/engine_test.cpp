@@ -350,6 +350,38 @@ TEST(SlidingWindow, ModelsWithGlobalLayersKeepEveryBlock) {
     EXPECT_EQ(t.engine->kv().pool().n_available(), 32 - 13);  // 200 positions: 13 blocks
 }
 
+// The CPU backend counts the weight bytes a step reads: one token of a mixture of experts reads
+// exactly what Model::bytes_per_token says (k of the n experts per layer), two tokens that pick
+// different experts read more, never more than all of them.
+TEST(WeightBytesRead, ADecodeStepReadsTheExpertsItsTokensPicked) {
+    MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-mixtral-q8_0.gguf");
+    auto t = test::make_engine(model_path, options(512));
+    const Model& model = *t.model.model;
+    const auto n_vocab = static_cast<int32_t>(model.hparams().n_vocab);
+    SequenceParams p = greedy(random_tokens(5, 31, n_vocab), 2);
+    const SeqId one = t.engine->submit(std::move(p));
+    t.engine->step();  // the prompt
+    t.engine->step();  // one token decoded
+    EXPECT_EQ(t.engine->backend().weight_bytes_read(), model.bytes_per_token());
+    while (t.engine->busy()) t.engine->step();
+    t.engine->release(one);
+
+    uint64_t all_experts = 0, rest = 0;
+    for (const TensorInfo* info : model.file().tensors()) {
+        if (info->name.find("_exps.") != std::string::npos) {
+            all_experts += info->n_bytes;
+        } else if (info->name != "token_embd.weight") {
+            rest += info->n_bytes;
+        }
+    }
+    for (int i = 0; i < 2; ++i) t.engine->submit(greedy(random_tokens(5, 40 + i, n_vocab), 2));
+    t.engine->step();
+    t.engine->step();  // both decode in this step
+    const uint64_t two = t.engine->backend().weight_bytes_read();
+    EXPECT_GE(two, model.bytes_per_token());
+    EXPECT_LE(two, rest + all_experts + 2 * 256 * 34 / 32);  // + two embedding rows (q8_0)
+}
+
 // --prefill-chunk: while a sequence decodes, a waiting prompt advances by at most that many
 // tokens a step (its own first step is not limited: nobody else decodes then).
 TEST(PrefillChunk, LimitsPromptTokensWhileOthersDecode) {

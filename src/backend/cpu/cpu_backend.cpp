@@ -67,6 +67,9 @@ class CpuBackend final : public Backend {
     std::string_view name() const override { return "cpu"; }
     std::span<const float> logits() const override { return logits_view_; }
     std::size_t kv_cache_bytes() const override { return kv_.bytes(); }
+    uint64_t weight_bytes_read() const override {
+        return static_weight_bytes_ + moe_workspace_.expert_bytes;
+    }
     std::size_t scratch_bytes() const override {
         std::size_t n = scratch_.capacity();
         for (const auto& b : buffers_) n += b.capacity() * sizeof(float);
@@ -142,6 +145,8 @@ class CpuBackend final : public Backend {
         jobs_.assign(g.ops.size(), std::nullopt);
         moe_.assign(g.ops.size(), std::nullopt);
         serial_.assign(g.ops.size(), false);
+        static_weight_bytes_ = weight_bytes_without_experts(g);
+        moe_workspace_.expert_bytes = 0;
         std::size_t scratch = 0;
         const MatmulMode mode =
             options_.batch_invariant ? MatmulMode::kBatchInvariant : MatmulMode::kGemvForOneToken;
@@ -170,6 +175,21 @@ class CpuBackend final : public Backend {
                 job->share_activations_of(*previous);
             previous = &*job;
         }
+    }
+
+    // What the graph's ops read of the weights, but the experts (counted as they are bound).
+    static uint64_t weight_bytes_without_experts(const Graph& g) {
+        uint64_t n = 0;
+        for (const Op& op : g.ops) {
+            if (op.weight == nullptr || !*op.weight || op.type == OpType::MoeMatMul) continue;
+            if (op.type == OpType::GetRows) {
+                n +=
+                    row_size(op.weight->type, op.weight->n_cols()) * static_cast<uint64_t>(op.rows);
+            } else {
+                n += op.weight->data.size();
+            }
+        }
+        return n;
     }
 
     // The phases of an expert matmul (cpu_moe.h), a barrier between each two.
@@ -387,7 +407,8 @@ class CpuBackend final : public Backend {
     std::vector<std::optional<MatmulJob>> jobs_;  // per op of the graph being executed
     std::vector<std::optional<MoeMatmul>> moe_;   // per op: the expert matmuls
     MoeWorkspace moe_workspace_;
-    std::vector<bool> serial_;  // per op: thread 0 runs it alone
+    uint64_t static_weight_bytes_ = 0;  // weight_bytes_read() less the experts
+    std::vector<bool> serial_;          // per op: thread 0 runs it alone
     std::span<const float> logits_view_;
 };
 

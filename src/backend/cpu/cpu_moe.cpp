@@ -109,7 +109,9 @@ void MoeMatmul::prepare() {
     ws.jobs.clear();
     std::size_t scratch = 0;
     for (const auto& g : ws.groups) {
-        ws.jobs.emplace_back(expert(g.expert), ws.x_sorted.data() + g.first * n_in_, g.count,
+        const WeightMatrix w = expert(g.expert);
+        ws.expert_bytes += w.data.size();
+        ws.jobs.emplace_back(w, ws.x_sorted.data() + g.first * n_in_, g.count,
                              ws.y_sorted.data() + g.first * n_out_, n_threads_, mode_);
         scratch += align64(ws.jobs.back().scratch_bytes());
     }

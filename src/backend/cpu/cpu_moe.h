@@ -45,6 +45,7 @@ struct MoeWorkspace {
     std::vector<float> y_sorted;  // [rows * k][n_out]
     std::vector<MatmulJob> jobs;  // one per group
     MatmulScratch scratch;        // the jobs' (sized by prepare(), once the routing is known)
+    uint64_t expert_bytes = 0;    // expert weights bound by prepare() since the last reset
 };
 
 // One MoeMatMul op on one graph's buffers.
