@@ -9,11 +9,14 @@
 // near 1, biases small.
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <numbers>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/atomic_output_file.h"
@@ -67,6 +70,8 @@ const std::map<std::string, Shape> kShapes = {
     {"llama-1.1b", {"llama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false, false}},
     {"qwen3moe-16x768", qwen3moe_bench()},
     {"gemma2-2b", gemma2_2b()},
+    // Not a real model: 8 MB, written in a blink, for the tests of this tool.
+    {"llama-tiny", {"llama", 64, 2, 4, 2, 128, 32000, 2048, 10000.0f, 1e-5f, false, false}},
 };
 
 // A small, fast, seedable normal generator (xorshift64* + Box-Muller).
@@ -127,15 +132,34 @@ void copy_tokenizer(const GgufFile& vocab, int64_t n_vocab, GgufMetadata& out) {
     }
 }
 
+// Errors as minfer's (src/cli/exit_codes.h): one line, 2 for a bad command line, 1 otherwise.
+int fail(std::string_view message, int status) {
+    std::fprintf(stderr, "make_model: error: %s\n", escape_for_terminal(message).c_str());
+    return status;
+}
+
+// The last line printed, flushed and checked: a full disk or a closed pipe is an error, as in
+// minfer (the model itself is already written by then).
+int print_checked(const std::string& line) {
+    errno = 0;
+    std::fputs(line.c_str(), stdout);
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        return fail(concat("write error: ", errno != 0 ? std::strerror(errno) : "stdout"), 1);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"Write a random-weight F16 GGUF model of a real architecture's shape"};
     std::string shape_name, vocab_path, out_path, template_path;
     uint64_t seed = 1;
-    app.add_option("--shape", shape_name, "qwen2-0.5b, llama-1.1b, qwen3moe-16x768 or gemma2-2b")
+    app.add_option("--shape", shape_name,
+                   "qwen2-0.5b, llama-1.1b, qwen3moe-16x768, gemma2-2b or llama-tiny (for tests)")
         ->required()
-        ->check(CLI::IsMember({"qwen2-0.5b", "llama-1.1b", "qwen3moe-16x768", "gemma2-2b"}));
+        ->check(CLI::IsMember({"qwen2-0.5b", "llama-1.1b", "qwen3moe-16x768", "gemma2-2b",
+                               "llama-tiny"}));
     app.add_option("--vocab", vocab_path, "A vocabulary GGUF from ../shared/fixtures/vocab")
         ->required()
         ->check(CLI::ExistingFile);
@@ -143,7 +167,15 @@ int main(int argc, char** argv) {
         ->check(CLI::ExistingFile);
     app.add_option("--seed", seed, "Random seed")->capture_default_str();
     app.add_option("out", out_path, "Output .gguf")->required();
-    CLI11_PARSE(app, argc, argv);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        app.exit(e);
+        return print_checked("");
+    } catch (const CLI::ParseError& e) {
+        // CLI11's own codes (105, 106, ...) would mean nothing to a script.
+        return fail(e.what(), 2);
+    }
 
     try {
         // A directory, device or FIFO as OUT is refused before the tokenizer is read.
@@ -265,11 +297,13 @@ int main(int argc, char** argv) {
         AtomicOutputFile out(out_path);  // OUT keeps its old contents if writing fails
         w.write(out.stream());
         out.commit();
-        std::printf("wrote %s: %s, %zu tensors\n", out_path.c_str(), shape_name.c_str(),
-                    w.tensor_count());
+        return print_checked(concat("wrote ", escape_for_terminal(out_path), ": ", shape_name, ", ",
+                                    w.tensor_count(), " tensors\n"));
+    } catch (const UsageError& e) {
+        return fail(e.what(), 2);  // OUT a directory, device or FIFO; a vocabulary too large
     } catch (const Error& e) {
-        std::fprintf(stderr, "make_model: error: %s\n", escape_for_terminal(e.what()).c_str());
-        return 1;
+        return fail(e.what(), 1);
+    } catch (const std::exception& e) {
+        return fail(concat("internal error: ", e.what()), 1);
     }
-    return 0;
 }

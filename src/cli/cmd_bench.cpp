@@ -24,6 +24,7 @@
 #include "cli/model_loading.h"
 #include "core/cpu_set.h"
 #include "core/error.h"
+#include "core/terminal_text.h"
 #include "core/thread_pool.h"
 #include "kernels/machine_limits.h"
 #include "model/kv_spec.h"
@@ -143,6 +144,17 @@ std::vector<BenchTest> plan_tests(const std::vector<int>& prompts, const std::ve
     return tests;
 }
 
+// A CSV field (RFC 4180: quotes doubled) of a string that may hold a file name: control
+// characters and invalid UTF-8 escaped, as everywhere minfer prints text from outside.
+std::string csv_quoted(const nlohmann::ordered_json& value) {
+    std::string out = "\"";
+    for (const char c : escape_for_terminal(value.get<std::string>())) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    return out + "\"";
+}
+
 void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>& results,
                             const Model& model) {
     nlohmann::ordered_json array = nlohmann::ordered_json::array();
@@ -189,8 +201,7 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
         std::string line;
         for (const char* f : fields) {
             const auto& v = row[f];
-            line += concat(line.empty() ? "" : ",",
-                           v.is_string() ? "\"" + v.get<std::string>() + "\"" : v.dump());
+            line += concat(line.empty() ? "" : ",", v.is_string() ? csv_quoted(v) : v.dump());
         }
         std::cout << line << "\n";
     }
@@ -259,7 +270,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option(
         "--n-parallel", o->n_parallel,
         "(or -np) Sequences decoding together, comma-separated: each is prefilled with its own "
-        "random prompt of -p tokens, then all decode -n tokens; t/s is the aggregate");
+        "random prompt of -p tokens, then all decode -n tokens; t/s is the aggregate (at most -b)");
     cmd->add_option("-d,--n-depth", o->n_depth,
                     "Tokens already in the cache before each test, comma-separated")
         ->capture_default_str();
@@ -297,9 +308,21 @@ void add_bench_command(CLI::App& app) {
                            "; measuring more threads than CPUs measures the scheduler"));
             }
         }
+        for (int np : parallel) {
+            // The sequences decode together only if one step holds a token of each: beyond -b,
+            // they would take turns and the row would not measure what its label says.
+            if (np > o->batch) {
+                throw UsageError(concat("-np ", np, " is more than -b ", o->batch,
+                                        ": one step decodes at most -b sequences; raise -b"));
+            }
+        }
         const std::vector<BenchTest> tests =
             plan_tests(prompts, gens, depths, parallel, parallel_mode);
-        if (tests.empty()) throw UsageError("nothing to measure: every -p and -n is 0");
+        if (tests.empty()) {
+            throw UsageError(
+                parallel_mode ? "nothing to measure: with -np every test decodes, and every -n is 0"
+                              : "nothing to measure: every -p and -n is 0");
+        }
 
         const LoadedModel loaded = load_model_for_cli(o->model, /*quiet=*/true);
         EngineOptions options;
@@ -307,6 +330,7 @@ void add_bench_command(CLI::App& app) {
         options.kv_type = parse_kv_cache_type(o->cache_type);
         options.batch_invariant = o->batch_invariant;
         options.trace = trace_from_environment();
+        options.memory_advice = "; lower -p, -n, -d or -np, or use --cache-type q8_0";
         int64_t max_kv = 0;
         for (const BenchTest& t : tests) {
             options.n_ctx = std::max(options.n_ctx, bench_positions(t));

@@ -4,7 +4,6 @@
 
 #include <unistd.h>
 #include <cstdio>
-#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -12,8 +11,12 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/exit_codes.h"
+#include "cli/interrupt.h"
+#include "cli/standard_output.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "server/header_value.h"
 #include "server/load_generator.h"
 
 namespace minfer::cli {
@@ -84,15 +87,20 @@ void add_bench_serve_command(CLI::App& app) {
     cmd->add_flag("--json", o->json, "Print a JSON array");
     cmd->callback([o] {
         const std::vector<int> levels = parse_list(o->concurrency);
+        server::check_load_test_url(o->url);
+        server::require_header_value(o->api_key, "--api-key");
+        // Ctrl-C: the requests in flight are cut, the rows measured so far are printed (--json
+        // too), and the command exits 130.
+        InterruptGuard interrupt;
         nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+        // Rows are written as they are measured and checked at once: a full disk or a closed
+        // pipe ends the command before minutes of load, not after.
         if (!o->json) {
-            std::printf(
+            write_streamed(
                 "| clients | requests | failed | prompt tok | gen tok/s | req/s | TTFT p50 s | "
-                "TTFT p99 s | ITL p50 ms | ITL p99 ms |\n");
-            std::printf(
+                "TTFT p99 s | ITL p50 ms | ITL p99 ms |\n"
                 "| ------: | -------: | -----: | ---------: | --------: | ----: | ---------: | "
                 "---------: | ---------: | ---------: |\n");
-            std::fflush(stdout);
         }
         for (const int c : levels) {
             server::LoadTestOptions lo;
@@ -101,15 +109,21 @@ void add_bench_serve_command(CLI::App& app) {
             lo.api_key = o->api_key;
             lo.concurrency = c;
             lo.requests = o->requests > 0 ? o->requests : std::max(8, 4 * c);
+            if (lo.requests < c) {
+                log_warning(concat("--concurrency ", c, " with --requests ", lo.requests, ": only ",
+                                   lo.requests, " clients run at once"));
+            }
             lo.prompt_tokens = o->prompt_tokens;
             lo.gen_tokens = o->gen_tokens;
             lo.seed = static_cast<uint64_t>(c);
             lo.timeout_seconds = o->timeout;
+            lo.stop = &InterruptGuard::flag();
             const bool tty = ::isatty(STDERR_FILENO) == 1;
             const auto r = server::run_load_test(lo, [&](int done, int total) {
                 if (tty) std::fprintf(stderr, "\r%d clients: %d/%d requests", c, done, total);
             });
             if (tty) std::fprintf(stderr, "\r\033[K");
+            if (r.interrupted) break;  // a row of fewer requests than asked is not a measurement
             if (r.failed > 0)
                 log_warning(
                     concat(r.failed, " of ", r.requests, " requests failed: ", r.first_error));
@@ -127,16 +141,18 @@ void add_bench_serve_command(CLI::App& app) {
                                 {"itl_p50_s", r.itl_p50},
                                 {"itl_p99_s", r.itl_p99}});
             } else {
-                std::printf(
-                    "| %7d | %8d | %6d | %10.1f | %9.1f | %5.2f | %10.2f | %10.2f | %10.1f | "
-                    "%10.1f |\n",
-                    r.concurrency, r.requests, r.failed, r.mean_prompt_tokens, r.tokens_per_second,
-                    r.requests_per_second, r.ttft_p50, r.ttft_p99, r.itl_p50 * 1000,
-                    r.itl_p99 * 1000);
-                std::fflush(stdout);
+                char row[256];
+                std::snprintf(row, sizeof row,
+                              "| %7d | %8d | %6d | %10.1f | %9.1f | %5.2f | %10.2f | %10.2f | "
+                              "%10.1f | %10.1f |\n",
+                              r.concurrency, r.requests, r.failed, r.mean_prompt_tokens,
+                              r.tokens_per_second, r.requests_per_second, r.ttft_p50, r.ttft_p99,
+                              r.itl_p50 * 1000, r.itl_p99 * 1000);
+                write_streamed(row);
             }
         }
-        if (o->json) std::cout << rows.dump(2) << "\n";
+        if (o->json) write_streamed(rows.dump(2) + "\n");
+        if (InterruptGuard::flag()) throw InterruptedByUser{};
     });
 }
 

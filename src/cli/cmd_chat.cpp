@@ -8,7 +8,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,12 +15,15 @@
 #include "cli/commands.h"
 #include "cli/context_flags.h"
 #include "cli/exit_codes.h"
+#include "cli/grammar_flags.h"
 #include "cli/interrupt.h"
 #include "cli/model_loading.h"
 #include "cli/sampling_flags.h"
+#include "cli/standard_input.h"
 #include "cli/standard_output.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/log.h"
 #include "runtime/chat_session.h"
 
 namespace minfer::cli {
@@ -35,6 +37,7 @@ struct ChatOptions {
     bool stats = false;
     ContextFlags context;
     SamplingFlags sampling;
+    GrammarFlags grammar;
 };
 
 // One line of input: from libedit on a terminal, from stdin otherwise. nullopt at the end.
@@ -46,12 +49,7 @@ class LineReader {
     bool interactive() const { return interactive_; }
 
     std::optional<std::string> next() {
-        if (!interactive_) {
-            std::string line;
-            if (!std::getline(std::cin, line)) return std::nullopt;
-            if (!line.empty() && line.back() == '\r') line.pop_back();
-            return line;
-        }
+        if (!interactive_) return read_standard_input_line();
         while (true) {
             char* raw = readline("> ");
             if (raw == nullptr) {
@@ -91,11 +89,14 @@ void add_chat_command(CLI::App& app) {
     cmd->add_flag("--stats", o->stats, "After each answer, print token counts and speed to stderr");
     add_context_flags(cmd, o->context);
     add_sampling_flags(cmd, o->sampling);
+    add_grammar_flags(cmd, o->grammar);
     cmd->callback([o] {
         const SamplingParams sampling = to_sampling_params(o->sampling);
+        if (::isatty(STDIN_FILENO) != 1) require_readable_standard_input();
         std::optional<std::string> template_source;
         if (!o->template_file.empty())
             template_source = read_file(o->template_file, "the template file");
+        const std::optional<grammar::Grammar> grammar = to_grammar(o->grammar);
         const LoadedModel loaded = load_model_for_cli(o->model, false, template_source);
         Engine engine(loaded.model, loaded.tokenizer, to_engine_options(o->context));
         ChatSession session(
@@ -104,6 +105,7 @@ void add_chat_command(CLI::App& app) {
         SequenceParams params;
         params.sampling = sampling;
         params.n_predict = o->n_predict;
+        if (grammar) params.grammar = loaded.compile_grammar(*grammar);  // every answer
 
         InterruptGuard interrupt;
         LineReader reader;
@@ -151,7 +153,7 @@ void add_chat_command(CLI::App& app) {
                 // On a terminal, a conversation that no longer fits is said and the session
                 // stays usable (/clear); from a script it fails the command.
                 if (!reader.interactive()) throw;
-                std::fprintf(stderr, "minfer: %s; /clear starts over\n", e.what());
+                log_info(concat("minfer: ", e.what(), "; /clear starts over"));
             }
         }
     });

@@ -15,6 +15,7 @@
 #include "cli/progress_bar.h"
 #include "core/cpu_set.h"
 #include "core/error.h"
+#include "core/terminal_text.h"
 #include "quant/model_quantizer.h"
 
 namespace minfer::cli {
@@ -117,9 +118,10 @@ void add_quantize_command(CLI::App& app) {
         bar.finish();
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        // OUT as given by the user may hold control characters: escaped like every message.
         std::printf("%s: %s -> %s (%s), %zu of %zu tensors quantized, %d fallback(s), %.1f s\n",
-                    opts->output.c_str(), format_mib(result.input_bytes).c_str(),
-                    format_mib(result.output_bytes).c_str(),
+                    escape_for_terminal(opts->output).c_str(),
+                    format_mib(result.input_bytes).c_str(), format_mib(result.output_bytes).c_str(),
                     std::string(quant_mix_name(*mix)).c_str(), result.quantized_count,
                     result.tensors.size(), result.fallback_count, seconds);
     });

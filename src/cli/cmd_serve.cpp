@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/log.h"
+#include "sampling/sampler.h"
 #include "server/api_server.h"
 
 namespace minfer::cli {
@@ -78,6 +79,29 @@ std::string alias_of(const std::string& model) {
     return name;
 }
 
+// The sizes on the command line that contradict each other, checked before the port is bound and
+// the model loaded.
+void check_sizes(const ServeOptions& o, const CLI::Option& prefill_chunk_option) {
+    const int64_t batch = o.context.batch;
+    if (batch < o.n_parallel) {
+        // Each step decodes one token of every running sequence: with fewer rows, the first
+        // sequences would decode to their end while the others wait.
+        throw UsageError(concat("-b ", batch, " is less than -np ", o.n_parallel,
+                                ": a step holds one token of each sequence; raise -b"));
+    }
+    if (prefill_chunk_option.count() > 0 && o.prefill_chunk > batch) {
+        log_warning(concat("--prefill-chunk ", o.prefill_chunk, " has no effect beyond -b ", batch,
+                           ": a step holds at most ", batch, " tokens"));
+    }
+    if (o.kv_cache_tokens == 0 && o.context.ctx > 0 &&
+        o.context.ctx * o.n_parallel > kMaxKvTokens) {
+        throw UsageError(concat("-np ", o.n_parallel, " x --ctx ", o.context.ctx, " = ",
+                                o.context.ctx * o.n_parallel,
+                                " cache positions, beyond any machine; lower them or set "
+                                "--kv-cache-tokens"));
+    }
+}
+
 }  // namespace
 
 void add_serve_command(CLI::App& app) {
@@ -100,12 +124,13 @@ void add_serve_command(CLI::App& app) {
         "llama-server's -c is the total it splits over its slots");
     cmd->add_option("--kv-cache-tokens", o->kv_cache_tokens,
                     "Positions the KV cache holds for all sequences (default: n-parallel x ctx)")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-    cmd->add_option("--prefill-chunk", o->prefill_chunk,
-                    "The most prompt tokens one step adds while others decode: lower keeps the "
-                    "others' tokens flowing, higher gives a shorter time to first token")
-        ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))
-        ->capture_default_str();
+        ->check(CLI::Range(int64_t{1}, kMaxKvTokens));
+    auto* prefill_chunk_option =
+        cmd->add_option("--prefill-chunk", o->prefill_chunk,
+                        "The most prompt tokens one step adds while others decode: lower keeps the "
+                        "others' tokens flowing, higher gives a shorter time to first token")
+            ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))
+            ->capture_default_str();
     auto* key = cmd->add_option("--api-key", o->api_key,
                                 "Require 'Authorization: Bearer KEY' (or MINFER_API_KEY)");
     cmd->add_option("--api-key-file", o->api_key_file, "Read the API key from a file")
@@ -124,9 +149,10 @@ void add_serve_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--cors-origin", o->cors_origin,
                     "Allow browsers on this origin (or *) to call the API (default: none)");
-    cmd->add_option("--log-format", o->log_format, "Access log: one line per request, text or json")
-        ->check(CLI::IsMember({"text", "json"}))
-        ->capture_default_str();
+    auto* log_format_option = cmd->add_option("--log-format", o->log_format,
+                                              "Access log: one line per request, text or json")
+                                  ->check(CLI::IsMember({"text", "json"}))
+                                  ->capture_default_str();
     cmd->add_flag("--no-access-log", o->no_access_log, "Do not log each request");
     cmd->add_option(
            "--request-timeout", o->request_timeout,
@@ -146,7 +172,7 @@ void add_serve_command(CLI::App& app) {
         ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
         ->capture_default_str();
     add_sampling_flags(cmd, o->sampling);
-    cmd->callback([o] {
+    cmd->callback([o, prefill_chunk_option, log_format_option] {
         // Signals go to the thread below, which shuts the server down gracefully; every other
         // thread (created from here on) inherits the mask.
         sigset_t signals;
@@ -173,19 +199,28 @@ void add_serve_command(CLI::App& app) {
         s.limits.body_timeout = 3 * s.limits.header_timeout;  // (a body may be megabytes)
         s.shutdown_timeout =
             std::chrono::milliseconds(static_cast<int64_t>(o->shutdown_timeout * 1000));
-        s.defaults = to_sampling_params(o->sampling);
+        s.defaults = to_sampling_params(o->sampling, SamplingFlagsUse::RequestDefaults);
         s.seed_fixed = o->sampling.seed != "-1";
         if (o->n_predict == 0) throw UsageError("-n 0 would generate nothing; -1 is no limit");
         s.default_max_tokens = o->n_predict;
         std::optional<std::string> template_source;
         if (!o->template_file.empty())
             template_source = read_file(o->template_file, "the template file");
+        check_sizes(*o, *prefill_chunk_option);
+        if (o->no_access_log && log_format_option->count() > 0)
+            log_warning("--log-format has no effect with --no-access-log");
         EngineOptions engine_options = to_engine_options(o->context);
         engine_options.prefill_chunk = o->prefill_chunk;
+        engine_options.memory_advice =
+            "; lower -np, --ctx or --kv-cache-tokens, or use --cache-type q8_0";
 
-        server::ApiServer api(s, [o, engine_options, template_source, n_parallel = s.n_parallel] {
+        server::ApiServer api(s, [o, engine_options, template_source, n_parallel = s.n_parallel,
+                                  defaults = s.defaults] {
             server::ServedModel served;
             served.loaded = load_model_for_cli(o->model, false, template_source);
+            // The default --logit-bias ids against the vocabulary, now that it is known: else
+            // every request would be refused for the server's own flag.
+            Sampler(defaults, static_cast<int32_t>(served.loaded.tokenizer->n_vocab()));
             EngineOptions e = engine_options;
             const int64_t n_train = served.loaded.model->hparams().n_ctx_train;
             if (e.n_ctx == 0) e.n_ctx = std::min<int64_t>(4096, n_train);

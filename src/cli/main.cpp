@@ -36,7 +36,8 @@ void print_error(std::string_view message) {
     std::fprintf(stderr, "minfer: error: %s\n", terminal_safe(message).c_str());
 }
 
-// An interrupted command still printed something: a failed write outranks the interruption.
+// A command that ends other than by returning (Ctrl-C, --help) still printed something: a failed
+// write outranks its status.
 int report_output_errors_then(int status) {
     try {
         cli::finish_standard_output();
@@ -124,11 +125,12 @@ int main(int argc, char** argv) {
         cli::finish_standard_output();
         return cli::kExitSuccess;
     } catch (const CLI::CallForHelp& e) {
-        return app.exit(e);  // --help: the help text, status 0
+        // --help, --version: status 0, unless the text could not be written.
+        return report_output_errors_then(app.exit(e));
     } catch (const CLI::CallForAllHelp& e) {
-        return app.exit(e);
+        return report_output_errors_then(app.exit(e));
     } catch (const CLI::CallForVersion& e) {
-        return app.exit(e);
+        return report_output_errors_then(app.exit(e));
     } catch (const CLI::ParseError& e) {
         // CLI11 has its own codes (104-114) per kind of mistake; scripts need one.
         app.exit(e);

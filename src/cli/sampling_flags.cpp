@@ -85,7 +85,7 @@ uint64_t parse_seed(const std::string& text) {
 
 }  // namespace
 
-SamplingParams to_sampling_params(const SamplingFlags& f) {
+SamplingParams to_sampling_params(const SamplingFlags& f, SamplingFlagsUse use) {
     SamplingParams p = f.params;
     for (const auto& item : f.logit_bias) {
         const auto [id, bias] = parse_logit_bias(item);
@@ -93,7 +93,8 @@ SamplingParams to_sampling_params(const SamplingFlags& f) {
     }
     p.seed = parse_seed(f.seed);
     p.validate();
-    if (p.temperature == 0.0f) {
+    // A server's requests may set their own temperature: its --top-k still applies to them.
+    if (p.temperature == 0.0f && use == SamplingFlagsUse::Generation) {
         for (const CLI::Option* option : f.draw_options) {
             if (option->count() > 0) {
                 log_warning(concat(option->get_name(), " has no effect with --temp 0 (greedy)"));

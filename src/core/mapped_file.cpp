@@ -14,7 +14,9 @@
 namespace minfer {
 
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO would otherwise wait for a writer forever before fstat could
+    // refuse it (`minfer info FIFO` hung). It changes nothing for the regular files mapped.
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw IoError(concat(path.string(), ": cannot open: ", std::strerror(errno)));
     struct stat st {};
     if (::fstat(fd, &st) != 0) {

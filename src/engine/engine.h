@@ -23,6 +23,7 @@
 #include "backend/backend.h"
 #include "engine/paged_kv_cache.h"
 #include "engine/stop_strings.h"
+#include "grammar/compiled_grammar.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "tokenizer/streaming_decoder.h"
@@ -31,6 +32,9 @@
 namespace minfer {
 
 class ThreadPool;
+
+// The most positions a KV cache may hold (beyond any machine's memory for any model).
+inline constexpr int64_t kMaxKvTokens = int64_t{1} << 30;
 
 struct EngineOptions {
     int64_t n_ctx = 0;      // positions one sequence may hold; 0 = min(4096, the model's)
@@ -44,7 +48,9 @@ struct EngineOptions {
     // One thread per CPU, pinned: on some VMs (Firecracker) unpinned threads pile onto one vCPU.
     bool pin_threads = true;
     GgmlType kv_type = GgmlType::F16;
-    bool batch_invariant = true;                             // see BackendOptions
+    bool batch_invariant = true;  // see BackendOptions
+    // Appended to the error for a KV cache beyond the memory: the flags that size it.
+    std::string memory_advice = "; lower --ctx or use --cache-type q8_0";
     std::function<void(const Op& op, double micros)> trace;  // per-op timing (MINFER_TRACE)
     // The backend to run graphs on; unset: the CPU backend. (The tests' naive reference backend
     // comes in here; a GPU backend will.)
@@ -59,6 +65,8 @@ enum class StopReason {
     CacheFull,        // "cache": the KV pool cannot hold the sequence even alone
     Cancelled,        // "interrupted": cancel() (Ctrl-C, a client that went away)
     PromptDone,       // "prompt": a sequence that only evaluates its prompt (score) is done
+    NoAllowedToken,   // "no-token": no token may come next under the grammar (the logit bias bans
+                      // the ones it allows, no token spells what it needs, or it hit its limits)
 };
 const char* stop_reason_name(StopReason reason);
 
@@ -82,6 +90,10 @@ struct SequenceParams {
     // Keep the sequence's cache after it finishes, for continue_from (chat). Otherwise its blocks
     // go to the prefix cache when it finishes.
     bool keep = false;
+    // Constrains the generated text to a grammar compiled for this model's vocabulary: each token
+    // is sampled among those the grammar allows, and generation ends once the grammar is complete
+    // and nothing may follow (or the model ends it where the grammar may end).
+    std::shared_ptr<grammar::CompiledGrammar> grammar;
 };
 
 struct SequenceStats {

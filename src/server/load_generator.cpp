@@ -8,9 +8,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <system_error>
 #include <thread>
 
 #include "core/error.h"
@@ -26,6 +28,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Endpoint {
     std::string host, port, target;
+    std::string authority;  // for the Host header: "host:port", "[::1]:8080"
 };
 
 Endpoint parse_url(const std::string& url) {
@@ -33,23 +36,43 @@ Endpoint parse_url(const std::string& url) {
     if (url.rfind("https://", 0) == 0)
         throw UsageError("bench-serve speaks plain HTTP only: use an http:// URL");
     if (url.rfind(kHttp, 0) != 0) throw UsageError(concat("not an http:// URL: '", url, "'"));
+    // The path goes into the request line as it is: a space or a control character would break
+    // it (or inject headers).
+    for (const char c : url) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte <= 0x20 || byte == 0x7f)
+            throw UsageError(concat("a URL holds no spaces or control characters: '", url, "'"));
+    }
     std::string rest = url.substr(kHttp.size());
     const std::size_t slash = rest.find('/');
     std::string authority = rest.substr(0, slash);
     std::string path = slash == std::string::npos ? "" : rest.substr(slash);
     while (!path.empty() && path.back() == '/') path.pop_back();
     Endpoint e;
-    const std::size_t colon = authority.rfind(':');
-    if (colon != std::string::npos && authority.find(']') == std::string::npos) {
-        e.host = authority.substr(0, colon);
-        e.port = authority.substr(colon + 1);
+    e.authority = authority;
+    e.port = "80";
+    std::string port_part;  // what follows the host: empty or ":PORT"
+    if (!authority.empty() && authority.front() == '[') {
+        // An IPv6 literal, "[::1]:8080": the resolver takes the address without its brackets.
+        const std::size_t close = authority.find(']');
+        if (close != std::string::npos) {
+            e.host = authority.substr(1, close - 1);
+            port_part = authority.substr(close + 1);
+        }
     } else {
-        e.host = authority;
-        e.port = "80";
+        const std::size_t colon = authority.find(':');
+        e.host = authority.substr(0, colon);
+        if (colon != std::string::npos) port_part = authority.substr(colon);
     }
-    if (e.host.empty() || e.port.empty() ||
-        e.port.find_first_not_of("0123456789") != std::string::npos)
-        throw UsageError(concat("bad host or port in '", url, "'"));
+    bool port_ok = port_part.empty();
+    if (port_part.size() > 1 && port_part.size() <= 6 && port_part.front() == ':' &&
+        port_part.find_first_not_of("0123456789", 1) == std::string::npos) {
+        const int port = std::stoi(port_part.substr(1));
+        port_ok = port >= 1 && port <= 65535;
+        e.port = port_part.substr(1);
+    }
+    if (e.host.empty() || !port_ok)
+        throw UsageError(concat("bad host or port (1 to 65535) in '", url, "'"));
     const bool has_v1 = path.size() >= 3 && path.substr(path.size() - 3) == "/v1";
     e.target = path + (has_v1 ? "" : "/v1") + "/chat/completions";
     return e;
@@ -140,7 +163,7 @@ RequestTiming one_request(const Endpoint& ep, const LoadTestOptions& o, const st
                                {"logprobs", true},
                                {"top_logprobs", 0}};
         http::request<http::string_body> req{http::verb::post, ep.target, 11};
-        req.set(http::field::host, ep.host);
+        req.set(http::field::host, ep.authority);
         req.set(http::field::content_type, "application/json");
         if (!o.api_key.empty()) req.set(http::field::authorization, "Bearer " + o.api_key);
         req.body() = body.dump();
@@ -149,7 +172,10 @@ RequestTiming one_request(const Endpoint& ep, const LoadTestOptions& o, const st
 
         beast::flat_buffer buffer;
         http::response_parser<http::buffer_body> parser;
-        parser.body_limit(boost::none);
+        // No limit (a stream is as long as the server makes it). Not boost::none: Boost 1.74's
+        // parser compares a Content-Length with an empty optional as greater, so every error
+        // response (which has one) failed as "body limit exceeded" and its message was lost.
+        parser.body_limit(std::numeric_limits<std::uint64_t>::max());
         http::read_header(stream, buffer, parser);
         const int status = parser.get().result_int();
         std::string pending;
@@ -220,6 +246,10 @@ double percentile(std::vector<double> v, double p) {
 
 }  // namespace
 
+void check_load_test_url(const std::string& url) {
+    parse_url(url);
+}
+
 LoadTestResult run_load_test(const LoadTestOptions& o,
                              const std::function<void(int, int)>& progress) {
     const Endpoint ep = parse_url(o.url);
@@ -235,63 +265,85 @@ LoadTestResult run_load_test(const LoadTestOptions& o,
     if (!calibration.ok) throw IoError(concat("bench-serve: ", o.url, ": ", calibration.error));
     const int words =
         std::max<int>(0, o.prompt_tokens - static_cast<int>(calibration.prompt_tokens));
-    // The prompts, made before the clock starts.
-    std::vector<std::string> prompts;
-    for (int i = 0; i < o.requests; ++i) prompts.push_back(random_prompt(words, rng));
-
-    std::vector<RequestTiming> timings(static_cast<std::size_t>(o.requests));
+    // Each request's prompt is made by its client just before it is sent, from a seed of its own
+    // (distinct and reproducible): memory holds the prompts in flight, not one per request, so
+    // --requests 16777216 costs nothing up front (it used to allocate every prompt first).
+    const uint64_t prompt_seed = rng();
+    const int n_clients = std::min(o.concurrency, o.requests);
+    std::vector<std::vector<RequestTiming>> results(static_cast<std::size_t>(n_clients));
+    std::vector<InFlight> in_flight(static_cast<std::size_t>(n_clients));
     std::atomic<int> next{0}, done{0};
+    std::atomic<bool> finished{false}, abandoned{false};
+    const auto stopping = [&] { return abandoned.load() || (o.stop != nullptr && o.stop->load()); };
     std::mutex progress_mutex;
     const auto start = Clock::now();
-    std::vector<std::thread> clients;
-    const int n_clients = std::min(o.concurrency, o.requests);
-    std::vector<InFlight> in_flight(static_cast<std::size_t>(n_clients));
-    std::atomic<bool> finished{false};
     // A request that takes longer than the timeout has its socket shut: it fails instead of
-    // hanging the test.
+    // hanging the test. When stopping, every request in flight is cut.
     std::thread watchdog([&] {
         while (!finished) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            const bool cut_all = stopping();
             for (auto& f : in_flight) {
                 const int fd = f.fd.load();
-                if (fd >= 0 && now_ms() - f.started_ms.load() > o.timeout_seconds * 1000)
+                if (fd >= 0 &&
+                    (cut_all || now_ms() - f.started_ms.load() > o.timeout_seconds * 1000))
                     ::shutdown(fd, SHUT_RDWR);
             }
         }
     });
+    std::vector<std::thread> clients;
+    std::string start_error;
     for (int c = 0; c < n_clients; ++c) {
-        clients.emplace_back([&, c] {
-            for (int i = next++; i < o.requests; i = next++) {
-                timings[static_cast<std::size_t>(i)] =
-                    one_request(ep, o, prompts[static_cast<std::size_t>(i)],
-                                in_flight[static_cast<std::size_t>(c)]);
-                const int d = ++done;
-                if (progress) {
-                    std::lock_guard lock(progress_mutex);
-                    progress(d, o.requests);
+        try {
+            clients.emplace_back([&, c] {
+                const auto client = static_cast<std::size_t>(c);
+                std::mt19937_64 prompt_rng;
+                for (int i = next++; i < o.requests && !stopping(); i = next++) {
+                    prompt_rng.seed(prompt_seed + static_cast<uint64_t>(i));
+                    RequestTiming t =
+                        one_request(ep, o, random_prompt(words, prompt_rng), in_flight[client]);
+                    if (stopping()) break;  // cut by us, not failed by the server: not counted
+                    results[client].push_back(std::move(t));
+                    const int d = ++done;
+                    if (progress) {
+                        std::lock_guard lock(progress_mutex);
+                        progress(d, o.requests);
+                    }
                 }
-            }
-        });
+            });
+        } catch (const std::system_error& e) {
+            // Out of threads (ulimit -u, RLIMIT_AS for their stacks): the clients started so far
+            // stop, and the command says why, instead of std::terminate on their destructors.
+            start_error = concat("could not start client ", c + 1, " of ", n_clients, ": ",
+                                 e.what(), "; lower --concurrency");
+            abandoned = true;
+            break;
+        }
     }
     for (auto& t : clients) t.join();
     finished = true;
     watchdog.join();
+    if (!start_error.empty()) throw LimitError(concat("bench-serve: ", start_error));
+
     LoadTestResult r;
-    r.concurrency = o.concurrency;
-    r.requests = o.requests;
+    r.concurrency = n_clients;
+    r.interrupted = o.stop != nullptr && o.stop->load();
     r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     std::vector<double> ttfts, gaps;
     int64_t prompt_tokens = 0;
-    for (const RequestTiming& t : timings) {
-        if (!t.ok) {
-            ++r.failed;
-            if (r.first_error.empty()) r.first_error = t.error;
-            continue;
+    for (const auto& client_results : results) {
+        for (const RequestTiming& t : client_results) {
+            ++r.requests;
+            if (!t.ok) {
+                ++r.failed;
+                if (r.first_error.empty()) r.first_error = t.error;
+                continue;
+            }
+            ttfts.push_back(t.ttft);
+            gaps.insert(gaps.end(), t.gaps.begin(), t.gaps.end());
+            r.generated_tokens += t.completion_tokens;
+            prompt_tokens += t.prompt_tokens;
         }
-        ttfts.push_back(t.ttft);
-        gaps.insert(gaps.end(), t.gaps.begin(), t.gaps.end());
-        r.generated_tokens += t.completion_tokens;
-        prompt_tokens += t.prompt_tokens;
     }
     const int ok = r.requests - r.failed;
     r.mean_prompt_tokens = ok > 0 ? static_cast<double>(prompt_tokens) / ok : 0;

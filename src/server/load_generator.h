@@ -8,6 +8,7 @@
 // even one whose text is empty.
 // Plain HTTP only (put TLS in front elsewhere).
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -25,11 +26,15 @@ struct LoadTestOptions {
     int gen_tokens = 128;
     int timeout_seconds = 600;  // a request taking longer fails
     uint64_t seed = 1;
+    // When set (Ctrl-C), no request starts any more and those in flight are cut; the result
+    // holds the requests that ended before.
+    const std::atomic<bool>* stop = nullptr;
 };
 
 struct LoadTestResult {
-    int concurrency = 0;
-    int requests = 0;
+    int concurrency = 0;  // clients that ran: at most the requests
+    int requests = 0;     // that ended (fewer than asked for when interrupted)
+    bool interrupted = false;
     int failed = 0;
     std::string first_error;
     double seconds = 0;
@@ -41,7 +46,12 @@ struct LoadTestResult {
     double itl_p50 = 0, itl_p99 = 0;    // seconds, between streamed tokens
 };
 
-// Throws UsageError for a URL it cannot use; failed requests are counted, not thrown.
+// Throws UsageError for a URL that run_load_test cannot use (not http://, a bad host or port, a
+// space or control character), so that a command can check it before it prints anything.
+void check_load_test_url(const std::string& url);
+
+// Throws UsageError for a URL it cannot use, LimitError when its client threads cannot be
+// started; failed requests are counted, not thrown.
 LoadTestResult run_load_test(const LoadTestOptions& options,
                              const std::function<void(int done, int total)>& progress = {});
 

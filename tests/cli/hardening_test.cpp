@@ -3,8 +3,11 @@
 // do nothing, Ctrl-C. Each class is tested over every command it applies to.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "common/fixtures.h"
@@ -36,9 +39,9 @@ void expect_one_error_line(const test::CommandResult& r, const std::string& frag
 
 // ---- exit codes ----
 
-const std::vector<std::string> kCommands = {"info",  "run",      "chat",     "score",
-                                            "bench", "tokenize", "detokenize", "template",
-                                            "quantize"};
+const std::vector<std::string> kCommands = {"info",     "run",      "chat",       "score",
+                                            "bench",    "tokenize", "detokenize", "template",
+                                            "quantize", "serve",    "bench-serve"};
 
 TEST(ExitCodes, UnknownFlagIsAUsageErrorForEveryCommand) {
     for (const auto& command : kCommands) {
@@ -126,21 +129,21 @@ TEST(SilentAcceptance, ContradictoryOptionsAreRefused) {
 
 TEST(SilentAcceptance, OptionsWithoutEffectAreSaid) {
     MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");  // no chat template
-    const auto system = run_minfer({"run", model.string(), "-p", "Once", "-n", "2", "--temp", "0",
-                                    "--system", "be brief"});
+    const auto system = run_minfer(
+        {"run", model.string(), "-p", "Once", "-n", "2", "--temp", "0", "--system", "be brief"});
     EXPECT_EQ(system.exit_code, 0) << system.err;
     EXPECT_TRUE(contains(system.err, "warning: --system is ignored")) << system.err;
     for (const char* flag : {"--top-k", "--top-p", "--min-p", "--seed"}) {
-        const auto r = run_minfer({"run", model.string(), "--raw", "-p", "Once", "-n", "2",
-                                   "--temp", "0", flag, "1"});
+        const auto r = run_minfer(
+            {"run", model.string(), "--raw", "-p", "Once", "-n", "2", "--temp", "0", flag, "1"});
         EXPECT_EQ(r.exit_code, 0) << r.err;
         EXPECT_TRUE(contains(r.err, std::string("warning: ") + flag + " has no effect"))
             << flag << ": " << r.err;
     }
     // The whole 64-bit seed range is accepted, and the same seed gives the same tokens.
-    const std::vector<std::string> seeded = {"run", model.string(), "--raw", "-p", "Once",
-                                             "-n", "8", "--seed", "18446744073709551615",
-                                             "--json"};
+    const std::vector<std::string> seeded = {
+        "run",    model.string(),         "--raw", "-p", "Once", "-n", "8",
+        "--seed", "18446744073709551615", "--json"};
     const auto a = run_minfer(seeded), b = run_minfer(seeded);
     ASSERT_EQ(a.exit_code, 0) << a.err;
     EXPECT_EQ(nlohmann::json::parse(a.out)["seed"].get<uint64_t>(), 18446744073709551615ull);
@@ -171,6 +174,20 @@ TEST(WriteErrors, FullDiskFailsEveryPrintingCommand) {
         EXPECT_EQ(r.exit_code, 1) << args[0] << ": " << r.err;
         EXPECT_TRUE(contains(r.err, "minfer: error: write error: No space left on device"))
             << args[0] << ": " << r.err;
+    }
+}
+
+TEST(WriteErrors, HelpAndVersionFailOnAFullDisk) {
+    test::ProcessOptions options;
+    options.stdout_path = "/dev/full";
+    const std::vector<std::vector<std::string>> cases = {
+        {"--help"},          {"--version"},           {"run", "--help"},
+        {"serve", "--help"}, {"help", "bench-serve"}, {}};
+    for (const auto& args : cases) {
+        const auto r = run_minfer_process(args, options);
+        EXPECT_EQ(r.exit_code, 1) << (args.empty() ? "" : args[0]) << ": " << r.err;  // was 0
+        EXPECT_TRUE(contains(r.err, "minfer: error: write error: No space left on device"))
+            << r.err;
     }
 }
 
@@ -211,6 +228,60 @@ TEST(InputFiles, DirectoriesAreRefusedByName) {
     }
 }
 
+TEST(InputFiles, AModelThatIsAFifoIsRefusedNotWaitedFor) {
+    test::TempDir dir;
+    const auto fifo = dir / "model.gguf";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+    const std::string f = fifo.string();
+    const std::vector<std::vector<std::string>> cases = {
+        {"info", f},
+        {"run", f, "-p", "x"},
+        {"tokenize", f, "x"},
+        {"quantize", f, (dir / "out.gguf").string(), "q8_0"},
+        {"serve", f, "--port", "0"},
+    };
+    for (const auto& args : cases) {
+        test::ProcessOptions options;
+        options.timeout = std::chrono::seconds(20);  // opening it used to wait for a writer
+        const auto r = run_minfer_process(args, options);
+        EXPECT_EQ(r.exit_code, 1) << args[0] << ": " << r.err;
+        EXPECT_TRUE(contains(r.err, "minfer: error: " + f + ": not a regular file"))
+            << args[0] << ": " << r.err;
+    }
+}
+
+TEST(InputFiles, ServeRefusesDirectoriesBeforeListening) {
+    MINFER_REQUIRE_FIXTURE(model, "models/tiny-qwen2-f16.gguf");
+    test::TempDir dir;
+    const std::string d = dir.path().string();
+    for (const char* flag : {"--template", "--api-key-file"}) {
+        test::ProcessOptions options;
+        options.timeout = std::chrono::seconds(30);  // a server that started would be killed
+        const auto r =
+            run_minfer_process({"serve", model.string(), "--port", "0", flag, d}, options);
+        EXPECT_EQ(r.exit_code, 1) << flag << ": " << r.err;
+        expect_one_error_line(r, "'" + d + "': it is a directory");
+    }
+}
+
+TEST(InputFiles, ChatRefusesAStdinThatIsADirectoryOrEndless) {
+    MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
+    test::TempDir dir;
+    test::ProcessOptions options;
+    options.stdin_path = dir.path().string();
+    const auto directory = run_minfer_process({"chat", model.string()}, options);
+    EXPECT_EQ(directory.exit_code, 1) << directory.err;  // was 0: an empty script
+    expect_one_error_line(directory, "cannot read standard input: it is a directory");
+    EXPECT_FALSE(contains(directory.err, "loaded")) << "refused before loading";
+
+    // A line without end: refused at 64 MiB (it used to grow until the machine ran out).
+    options.stdin_path = "/dev/zero";
+    options.address_space_limit = 2ull << 30;
+    const auto endless = run_minfer_process({"chat", model.string()}, options);
+    EXPECT_EQ(endless.exit_code, 1) << endless.err;
+    expect_one_error_line(endless, "a line of standard input holds more than the 67108864 bytes");
+}
+
 TEST(InputFiles, EndlessInputIsRefusedNotRead) {
     MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
     const auto r = run_minfer({"tokenize", model.string(), "-f", "/dev/zero"});
@@ -239,6 +310,36 @@ TEST(Memory, AContextBeyondTheMachineIsRefusedWithItsSize) {
     }
 }
 
+TEST(Memory, ABatchBeyondTheMachineIsRefusedWithItsSize) {
+    MINFER_REQUIRE_FIXTURE(model, "models/tiny-qwen2-f16.gguf");
+    // 20000 positions scored in one batch: their logits alone (20000 x 8195 floats) are 625 MiB,
+    // beyond a 768 MiB address space with the model and the threads mapped.
+    std::string ids = "1";
+    for (int i = 1; i < 20000; ++i) ids += "," + std::to_string(1 + i % 500);
+    test::ProcessOptions options;
+    options.address_space_limit = 768ull << 20;
+    const auto r = run_minfer_process({"score", model.string(), "--tokens", ids, "--ctx", "20000",
+                                       "-b", "20000", "-t", "1", "--top", "1"},
+                                      options);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(
+        contains(r.err, "minfer: error: a batch of 20000 tokens (20000 with logits) needs "))
+        << r.err;
+    EXPECT_TRUE(contains(r.err, "RLIMIT_AS")) << r.err;
+    EXPECT_TRUE(contains(r.err, "; lower --batch (-b)")) << r.err;
+    EXPECT_FALSE(contains(r.err, "out of memory")) << r.err;
+}
+
+TEST(Memory, BenchSequencesBeyondTheBatchAreRefused) {
+    MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
+    const auto r = run_minfer({"bench", model.string(), "-np", "1,1024", "-p", "8", "-n", "4"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    expect_one_error_line(r, "-np 1024 is more than -b 512: one step decodes at most -b sequences");
+    const auto nothing = run_minfer({"bench", model.string(), "-np", "2", "-p", "8", "-n", "0"});
+    EXPECT_EQ(nothing.exit_code, 2) << nothing.err;
+    expect_one_error_line(nothing, "with -np every test decodes, and every -n is 0");
+}
+
 TEST(Memory, AContextBeyondTrainingIsWarnedAbout) {
     MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");  // trained for 512 positions
     const auto r = run_minfer(
@@ -264,8 +365,7 @@ TEST(TokenLists, EveryPrintedFormIsAcceptedEverywhere) {
     }
     std::string expected_run, expected_score, expected_text;
     for (const std::string& form : {json_form, comma_form, space_form}) {
-        const auto run =
-            run_minfer({"run", m, "--tokens", form, "-n", "5", "--temp", "0"});
+        const auto run = run_minfer({"run", m, "--tokens", form, "-n", "5", "--temp", "0"});
         ASSERT_EQ(run.exit_code, 0) << form << ": " << run.err;
         const auto score = run_minfer({"score", m, "--tokens", form, "--json"});
         ASSERT_EQ(score.exit_code, 0) << form << ": " << score.err;
@@ -297,14 +397,38 @@ TEST(TokenLists, MalformedListsAreRefusedBeforeTheModelIsLoaded) {
 
 TEST(TokenLists, IdsOutsideTheVocabularyAreNamed) {
     MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
-    for (const auto& args :
-         {std::vector<std::string>{"run", model.string(), "--tokens", "1,512"},
-          std::vector<std::string>{"score", model.string(), "--tokens", "1,512"},
-          std::vector<std::string>{"detokenize", model.string(), "1,512"}}) {
+    for (const auto& args : {std::vector<std::string>{"run", model.string(), "--tokens", "1,512"},
+                             std::vector<std::string>{"score", model.string(), "--tokens", "1,512"},
+                             std::vector<std::string>{"detokenize", model.string(), "1,512"}}) {
         const auto r = run_minfer(args);
         EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
         expect_one_error_line(r, "token id 512 is out of range: the model has 512 tokens");
     }
+}
+
+// ---- terminal safety and formats in what commands print ----
+
+TEST(TerminalSafety, OutputFileNamesAreEscaped) {
+    MINFER_REQUIRE_FIXTURE(input, "models/tiny-llama-f16.gguf");
+    test::TempDir dir;
+    const std::string odd = (dir / "q\x1b[31m.gguf").string();
+    const auto r = run_minfer({"quantize", input.string(), odd, "q8_0", "-t", "1"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "q\\x1b[31m.gguf: ")) << r.out;
+    EXPECT_FALSE(contains(r.out, "\x1b")) << r.out;  // was printed raw
+}
+
+TEST(Formats, BenchCsvQuotesAndEscapesFileNames) {
+    MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
+    test::TempDir dir;
+    const auto odd = dir / "a\"b\x1b.gguf";
+    std::filesystem::create_symlink(model, odd);
+    const auto r =
+        run_minfer({"bench", odd.string(), "-p", "0", "-n", "2", "-r", "1", "-t", "1", "--csv"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_FALSE(contains(r.out, "\x1b")) << r.out;
+    // RFC 4180: a quote inside a quoted field is doubled (it used to end the field).
+    EXPECT_TRUE(contains(r.out, ",\"" + dir.path().string() + "/a\"\"b\\x1b.gguf\",")) << r.out;
 }
 
 // ---- chat from a script fails like run ----
@@ -330,9 +454,9 @@ TEST(Interrupt, CtrlCEndsWith130AfterPrintingWhatItHas) {
     MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-f16.gguf");
     test::ProcessOptions options;
     options.interrupt_after = std::chrono::milliseconds(1500);
-    const auto run = run_minfer_process({"run", model.string(), "--raw", "-p", "Once", "-n",
-                                         "60000", "-c", "60000", "--temp", "0"},
-                                        options);
+    const auto run = run_minfer_process(
+        {"run", model.string(), "--raw", "-p", "Once", "-n", "60000", "-c", "60000", "--temp", "0"},
+        options);
     EXPECT_EQ(run.exit_code, 130) << run.err;
     EXPECT_FALSE(run.out.empty());
     EXPECT_TRUE(contains(run.err, "stopped by  interrupted")) << run.err;

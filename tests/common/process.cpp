@@ -19,10 +19,11 @@ CommandResult run_minfer_process(const std::vector<std::string>& args,
     TempDir dir;
     const auto in = dir / "stdin", out = dir / "stdout", err = dir / "stderr";
     std::ofstream(in, std::ios::binary) << options.stdin_text;
+    std::ofstream{err};  // there before the child writes (interrupt_when_stderr_has reads it)
     int pipe_fds[2] = {-1, -1};
     if (options.stdout_closed_pipe && ::pipe(pipe_fds) != 0) return {};
 
-    std::vector<std::string> argv_storage = {MINFER_BINARY};
+    std::vector<std::string> argv_storage = {options.binary};
     argv_storage.insert(argv_storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_storage) argv.push_back(a.data());
@@ -30,6 +31,7 @@ CommandResult run_minfer_process(const std::vector<std::string>& args,
 
     // Everything the child needs is computed before fork (no allocation between fork and exec).
     const std::string stdout_target = options.stdout_path.value_or(out.string());
+    const std::string stdin_source = options.stdin_path.value_or(in.string());
     const pid_t pid = ::fork();
     if (pid == 0) {
         const auto redirect = [](const char* path, int flags, int target) {
@@ -37,7 +39,7 @@ CommandResult run_minfer_process(const std::vector<std::string>& args,
             if (fd < 0 || ::dup2(fd, target) < 0) ::_exit(126);
             ::close(fd);
         };
-        redirect(in.c_str(), O_RDONLY, 0);
+        redirect(stdin_source.c_str(), O_RDONLY, 0);
         redirect(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 2);
         if (options.stdout_closed_pipe) {
             ::signal(SIGPIPE, SIG_IGN);
@@ -69,7 +71,11 @@ CommandResult run_minfer_process(const std::vector<std::string>& args,
         const pid_t done = ::waitpid(pid, &status, WNOHANG);
         if (done == pid) break;
         const auto elapsed = std::chrono::steady_clock::now() - start;
-        if (options.interrupt_after && !interrupted && elapsed >= *options.interrupt_after) {
+        const bool said =
+            options.interrupt_when_stderr_has &&
+            read_file(err).find(*options.interrupt_when_stderr_has) != std::string::npos;
+        if ((said || (options.interrupt_after && elapsed >= *options.interrupt_after)) &&
+            !interrupted) {
             ::kill(pid, SIGINT);
             interrupted = true;
         }

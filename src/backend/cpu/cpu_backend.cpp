@@ -17,6 +17,7 @@
 #include "backend/cpu/cpu_moe.h"
 #include "backend/cpu/kv_pool.h"
 #include "core/error.h"
+#include "core/memory_limits.h"
 #include "core/spin_barrier.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
@@ -133,6 +134,22 @@ class CpuBackend final : public Backend {
 
     void allocate(const Graph& g) {
         if (buffers_.size() < g.buffers.size()) buffers_.resize(g.buffers.size());
+        // The batch size is the user's (-b): 65536 tokens of a 152k vocabulary's logits alone are
+        // 40 GiB. What the buffers grow by (a grown vector is allocated anew before the old one
+        // is freed) is checked first, so that too much ends in one line with the size instead of
+        // std::bad_alloc or the OOM killer. Small growth is not worth reading /proc for.
+        constexpr uint64_t kCheckedGrowth = uint64_t{16} << 20;
+        uint64_t growth = 0;
+        for (std::size_t b = 0; b < g.buffers.size(); ++b) {
+            const auto size = static_cast<uint64_t>(g.buffers[b].rows * g.buffers[b].width);
+            if (buffers_[b].size() < size) growth += size * sizeof(float);
+        }
+        if (growth >= kCheckedGrowth) {
+            require_memory(growth,
+                           concat("a batch of ", g.in.n_tokens(), " tokens (", g.in.n_outputs(),
+                                  " with logits)"),
+                           "; lower --batch (-b)");
+        }
         for (std::size_t b = 0; b < g.buffers.size(); ++b) {
             const auto size = static_cast<std::size_t>(g.buffers[b].rows * g.buffers[b].width);
             if (buffers_[b].size() < size) buffers_[b].resize(size);
