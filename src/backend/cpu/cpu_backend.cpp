@@ -14,6 +14,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_attention.h"
 #include "backend/cpu/kv_pool.h"
+#include "backend/cpu/packed_weights.h"
 #include "core/error.h"
 #include "core/memory_limits.h"
 #include "core/spin_barrier.h"
@@ -66,6 +67,11 @@ class CpuBackend final : public Backend {
     std::string_view name() const override { return "cpu"; }
     std::span<const float> logits() const override { return logits_view_; }
     std::size_t kv_cache_bytes() const override { return kv_.bytes(); }
+    std::size_t weight_copy_bytes() const override { return packed_.bytes(); }
+
+    void prepare(const Graph& g) override {
+        if (options_.repack_weights) packed_.prepare(g, pool_);
+    }
     std::size_t scratch_bytes() const override {
         std::size_t n = scratch_.capacity();
         for (const auto& b : buffers_) n += b.capacity() * sizeof(float);
@@ -84,6 +90,7 @@ class CpuBackend final : public Backend {
         // Everything that could fail is checked before the threads start: an exception thrown by
         // one thread inside the run would leave the others waiting at a barrier.
         validate_graph_for(g, options_);
+        prepare(g);  // a map lookup per matmul once every weight is packed
         allocate(g);
         plan(g);
         SpinBarrier barrier(pool_.size());
@@ -157,8 +164,8 @@ class CpuBackend final : public Backend {
         for (std::size_t i = 0; i < g.ops.size(); ++i) {
             const Op& op = g.ops[i];
             if (op.type == OpType::MatMul) {
-                jobs_[i].emplace(matrix_of(*op.weight), buf(op.src0), op.rows, buf(op.dst),
-                                 pool_.size(), mode);
+                jobs_[i].emplace(packed_.attach(matrix_of(*op.weight)), buf(op.src0), op.rows,
+                                 buf(op.dst), pool_.size(), mode);
                 scratch = std::max(scratch, jobs_[i]->scratch_bytes());
             } else {
                 serial_[i] = is_serial(op);
@@ -318,6 +325,7 @@ class CpuBackend final : public Backend {
     CpuKvPool kv_;
     ThreadPool& pool_;
     MatmulScratch scratch_;
+    PackedWeights packed_;  // interleaved copies of the matmul weights (empty with --no-repack)
     std::vector<std::vector<float>> buffers_;     // by BufferId of the graphs executed
     std::vector<AttentionWorkspace> attention_;   // per thread
     std::vector<std::optional<MatmulJob>> jobs_;  // per op of the graph being executed

@@ -1,0 +1,128 @@
+#include "backend/cpu/packed_weights.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/memory_limits.h"
+#include "core/thread_pool.h"
+#include "kernels/matmul_simd.h"
+#include "kernels/packed_layout.h"
+
+namespace minfer {
+
+namespace {
+
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+std::size_t round_up(std::size_t n, std::size_t to) {
+    return (n + to - 1) / to * to;
+}
+
+// The pages wholly inside [data, data + size), dropped from this process's mapping of the file.
+void drop_file_pages(std::span<const std::byte> bytes) {
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = round_up(reinterpret_cast<uintptr_t>(bytes.data()), page);
+    const auto end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+    // A hint: if it fails the pages simply stay resident.
+    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+}  // namespace
+
+// Anonymous memory for copies, 2 MiB aligned and asked for in huge pages.
+struct PackedWeights::Region {
+    explicit Region(std::size_t bytes) : size(round_up(bytes, kHugePage)) {
+        // One huge page more, to align the start.
+        void* p = ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            throw LimitError(concat("cannot map ", format_bytes(size),
+                                    " for the interleaved copies of the weights"));
+        }
+        mapping = p;
+        base = reinterpret_cast<std::byte*>(round_up(reinterpret_cast<uintptr_t>(p), kHugePage));
+        ::madvise(base, size, MADV_HUGEPAGE);  // a hint, like the others
+    }
+    ~Region() { ::munmap(mapping, size + kHugePage); }
+    Region(const Region&) = delete;
+    Region& operator=(const Region&) = delete;
+
+    std::size_t size;
+    void* mapping = nullptr;
+    std::byte* base = nullptr;
+};
+
+std::size_t PackedWeights::KeyHash::operator()(const Key& k) const {
+    return std::hash<const void*>()(k.data) ^ (k.size * 0x9E3779B97F4A7C15ull);
+}
+
+PackedWeights::PackedWeights() = default;
+PackedWeights::~PackedWeights() = default;
+
+void PackedWeights::prepare(const Graph& graph, ThreadPool& pool) {
+    struct Job {
+        WeightMatrix w;
+        kernels::PackedLayout layout;
+        std::size_t offset;
+    };
+    std::vector<Job> jobs;
+    std::size_t total = 0;
+    for (const Op& op : graph.ops) {
+        if (op.type != OpType::MatMul || op.weight == nullptr) continue;
+        const Weight& weight = *op.weight;
+        const Key key{weight.data.data(), weight.data.size()};
+        if (copies_.contains(key) || !kernels::has_packed_layout(weight.type) ||
+            !kernels::packed_kernels_available(weight.type)) {
+            continue;
+        }
+        const bool seen = std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) {
+            return j.w.data.data() == key.data && j.w.data.size() == key.size;
+        });
+        if (seen) continue;
+        const WeightMatrix w{weight.type, weight.n_cols(), weight.n_rows(), weight.data};
+        const kernels::PackedLayout layout = kernels::packed_layout(w.type, w.n_cols, w.n_rows);
+        jobs.push_back({w, layout, total});
+        total += round_up(layout.bytes(), 4096);  // each copy on its own pages
+    }
+    if (jobs.empty()) return;
+    const auto headroom = memory_headroom();
+    if (headroom && headroom->bytes < total + total / 8) {
+        log_warning(concat("not enough memory for the interleaved copies of the weights (",
+                           format_bytes(total), ", ", format_bytes(headroom->bytes),
+                           " available): the weights stay in the file's layout (slower)"));
+        return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto region = std::make_unique<Region>(total);
+    std::byte* base = region->base;
+    // Every thread packs its share of every matrix's groups (first-touching its pages).
+    pool.run([&](int i, int n) {
+        for (const Job& j : jobs) {
+            const int64_t g0 = j.layout.n_groups * i / n, g1 = j.layout.n_groups * (i + 1) / n;
+            if (g0 < g1) kernels::repack_groups(j.w, g0, g1, base + j.offset);
+        }
+    });
+    for (const Job& j : jobs) {
+        const std::span<const std::byte> copy(base + j.offset, j.layout.bytes());
+        copies_.emplace(Key{j.w.data.data(), j.w.data.size()}, copy);
+        drop_file_pages(j.w.data);
+    }
+    regions_.push_back(std::move(region));
+    bytes_ += total;
+    build_ms_ +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+WeightMatrix PackedWeights::attach(WeightMatrix w) const {
+    const auto it = copies_.find(Key{w.data.data(), w.data.size()});
+    if (it != copies_.end()) w.packed = it->second;
+    return w;
+}
+
+}  // namespace minfer

@@ -1,0 +1,194 @@
+// The interleaved weight layout (packed_layout.h), built once at load: a word-by-word
+// transposition of 16 rows, and the high bits of Q5_0, Q5_K and Q6_K as byte masks.
+
+#include "kernels/packed_layout.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace minfer::kernels {
+namespace {
+
+constexpr int64_t align64(int64_t n) {
+    return (n + 63) & ~int64_t{63};
+}
+
+// Block b of the 16 rows of a group (null past the matrix end: zero rows).
+struct BlockRows {
+    const uint8_t* row[kPackedRows];
+};
+
+uint32_t load32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+// n_words words of the block from byte `offset` on, as units of the 16 rows' copies.
+void put_words(const BlockRows& rows, int offset, int n_words, uint8_t* dst, uint32_t flip = 0) {
+    for (int r = 0; r < kPackedRows; ++r) {
+        if (rows.row[r] == nullptr) continue;
+        for (int w = 0; w < n_words; ++w) {
+            const uint32_t v = load32(rows.row[r] + offset + 4 * w) ^ flip;
+            std::memcpy(dst + 64 * w + 4 * r, &v, 4);
+        }
+    }
+}
+
+// n_masks byte masks: bit 4r + c of mask m is bit(row r's block, m, c).
+template <class Bit>
+void put_masks(const BlockRows& rows, int n_masks, uint8_t* dst, Bit bit) {
+    for (int m = 0; m < n_masks; ++m) {
+        uint64_t mask = 0;
+        for (int r = 0; r < kPackedRows; ++r) {
+            if (rows.row[r] == nullptr) continue;
+            for (int c = 0; c < 4; ++c) {
+                mask |= static_cast<uint64_t>(bit(rows.row[r], m, c) & 1) << (4 * r + c);
+            }
+        }
+        std::memcpy(dst + 8 * m, &mask, 8);
+    }
+}
+
+// Q5_0: bit c of qh (bytes 2-5) is the fifth bit of value c; mask g covers values 4g .. 4g + 3.
+void pack_q5_0(const BlockRows& rows, uint8_t* a) {
+    put_words(rows, 6, 4, a);
+    put_masks(rows, 8, a + 4 * 64,
+              [](const uint8_t* block, int g, int c) { return load32(block + 2) >> (4 * g + c); });
+}
+
+// Q5_K: bit s of qh[l] (bytes 16-47) is the fifth bit of value l of sub-block s; mask 8s + j
+// covers values 4j .. 4j + 3 of sub-block s.
+void pack_q5_k(const BlockRows& rows, uint8_t* a) {
+    put_words(rows, 0, 4, a);
+    put_masks(rows, 64, a + 4 * 64, [](const uint8_t* block, int m, int c) {
+        return block[16 + 4 * (m % 8) + c] >> (m / 8);
+    });
+    put_words(rows, 48, 32, a + 12 * 64);
+}
+
+// Q6_K: value `col` takes bits 2q, 2q + 1 of qh[32 half + l] (bytes 128-191) as its bits 4, 5
+// (half = col / 128, q = col % 128 / 32, l = col % 32); masks 8k + 2i (+ 1) cover bit 4 (5) of
+// values 16k + 4i .. + 3.
+void pack_q6_k(const BlockRows& rows, uint8_t* a) {
+    put_words(rows, 0, 32, a);
+    put_masks(rows, 128, a + 32 * 64, [](const uint8_t* block, int m, int c) {
+        const int col = 16 * (m / 8) + 4 * (m % 8 / 2) + c;
+        const int high = block[128 + 32 * (col / 128) + col % 32] >> (2 * (col % 128 / 32));
+        return high >> (m % 2);
+    });
+    put_words(rows, 192, 4, a + 48 * 64);
+}
+
+struct TypeLayout {
+    int64_t a_units;
+    int b_offset;  // offset of the f16 d for plane B, -1: none
+};
+
+bool type_layout(GgmlType type, TypeLayout& t) {
+    switch (type) {
+        case GgmlType::Q4_0:
+        case GgmlType::IQ4_NL:
+            t = {4, 0};
+            return true;
+        case GgmlType::Q5_0:
+            t = {5, 0};
+            return true;
+        case GgmlType::Q8_0:
+            t = {8, 0};
+            return true;
+        case GgmlType::Q4_K:
+            t = {36, -1};
+            return true;
+        case GgmlType::Q5_K:
+            t = {44, -1};
+            return true;
+        case GgmlType::Q6_K:
+            t = {52, 208};
+            return true;
+        case GgmlType::IQ4_XS:
+            t = {34, -1};
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Plane A of one block of the 16 rows.
+void pack_block(GgmlType type, const BlockRows& rows, uint8_t* a) {
+    switch (type) {
+        case GgmlType::Q4_0:
+        case GgmlType::IQ4_NL:
+            return put_words(rows, 2, 4, a);
+        case GgmlType::Q8_0:
+            return put_words(rows, 2, 8, a, 0x80808080u);
+        case GgmlType::Q5_0:
+            return pack_q5_0(rows, a);
+        case GgmlType::Q4_K:
+            return put_words(rows, 0, 36, a);
+        case GgmlType::Q5_K:
+            return pack_q5_k(rows, a);
+        case GgmlType::Q6_K:
+            return pack_q6_k(rows, a);
+        case GgmlType::IQ4_XS:
+            return put_words(rows, 0, 34, a);
+        default:
+            throw UnsupportedError(
+                concat("no interleaved layout for weights of type ", type_name(type)));
+    }
+}
+
+}  // namespace
+
+bool has_packed_layout(GgmlType type) {
+    TypeLayout t{};
+    return type_layout(type, t);
+}
+
+PackedLayout packed_layout(GgmlType type, int64_t n_cols, int64_t n_rows) {
+    TypeLayout t{};
+    if (!type_layout(type, t)) {
+        throw UnsupportedError(
+            concat("no interleaved layout for weights of type ", type_name(type)));
+    }
+    PackedLayout l;
+    l.n_blocks = n_cols / block_size(type);
+    l.n_groups = (n_rows + kPackedRows - 1) / kPackedRows;
+    l.a_units = t.a_units;
+    l.a_bytes = 64 * t.a_units;
+    l.has_b = t.b_offset >= 0;
+    l.group_bytes = l.n_blocks * l.a_bytes + (l.has_b ? align64(l.n_blocks * 32) : 0);
+    return l;
+}
+
+void repack_groups(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
+                   std::byte* packed) {
+    const PackedLayout l = packed_layout(w.type, w.n_cols, w.n_rows);
+    TypeLayout t{};
+    type_layout(w.type, t);
+    const auto row_bytes = static_cast<int64_t>(row_size(w.type, w.n_cols));
+    const auto block_bytes = static_cast<int64_t>(type_size(w.type));
+    const auto* data = reinterpret_cast<const uint8_t*>(w.data.data());
+    for (int64_t g = group_begin; g < group_end; ++g) {
+        auto* group = reinterpret_cast<uint8_t*>(packed) + g * l.group_bytes;
+        // Rows past the end stay zero (d = 0: they add nothing), as does plane B's padding.
+        std::memset(group, 0, static_cast<std::size_t>(l.group_bytes));
+        for (int64_t b = 0; b < l.n_blocks; ++b) {
+            BlockRows rows{};
+            for (int r = 0; r < kPackedRows; ++r) {
+                const int64_t row = g * kPackedRows + r;
+                rows.row[r] = row < w.n_rows ? data + row * row_bytes + b * block_bytes : nullptr;
+            }
+            pack_block(w.type, rows, group + b * l.a_bytes);
+            if (!l.has_b) continue;
+            for (int r = 0; r < kPackedRows; ++r) {
+                if (rows.row[r] != nullptr) {
+                    std::memcpy(group + l.b_plane() + 32 * b + 2 * r, rows.row[r] + t.b_offset, 2);
+                }
+            }
+        }
+    }
+}
+
+}  // namespace minfer::kernels
