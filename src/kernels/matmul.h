@@ -93,6 +93,9 @@ class MatmulJob {
     // bound to the same scratch right after the first ran.
     bool can_share_activations(const MatmulJob& other) const;
     void share_activations_of(const MatmulJob& other);
+    // True after share_activations_of: phase 0 does nothing, and phase 1 reads only what the
+    // other job's phase 0 wrote, so no barrier is needed between the two jobs' phases 1.
+    bool shares_activations() const { return activations_shared_; }
 
     // True when phase 0 is so small that thread 0 does it alone.
     bool converts_serially() const;

@@ -1,5 +1,6 @@
 // The interleaved weight layout (packed_layout.h), built once at load: a word-by-word
-// transposition of 16 rows, and the high bits of Q5_0, Q5_K and Q6_K as byte masks.
+// transposition of 16 rows, the fifth bits of Q5_0 and Q5_K as byte masks, Q6_K's 6-bit codes
+// four to three bytes.
 
 #include "kernels/packed_layout.h"
 
@@ -68,16 +69,33 @@ void pack_q5_k(const BlockRows& rows, uint8_t* a) {
     put_words(rows, 48, 32, a + 12 * 64);
 }
 
-// Q6_K: value `col` takes bits 2q, 2q + 1 of qh[32 half + l] (bytes 128-191) as its bits 4, 5
-// (half = col / 128, q = col % 128 / 32, l = col % 32); masks 8k + 2i (+ 1) cover bit 4 (5) of
-// values 16k + 4i .. + 3.
+// Q6_K's code (value + 32, 0-63) of value `col` of a block: the low (q = 0, 1) or high (q = 2, 3)
+// nibble of ql[64 half + 32 (q % 2) + l] with bits 2q, 2q + 1 of qh[32 half + l] on top
+// (half = col / 128, q = col % 128 / 32, l = col % 32).
+uint8_t q6_k_code(const uint8_t* block, int col) {
+    const int half = col / 128, q = col % 128 / 32, l = col % 32;
+    const uint8_t ql = block[64 * half + 32 * (q % 2) + l];
+    const uint8_t qh = block[128 + 32 * half + l];
+    return static_cast<uint8_t>((q < 2 ? ql & 0x0F : ql >> 4) | ((qh >> (2 * q)) & 3) << 4);
+}
+
+// Q6_K: sub-block k (16 values: column groups 4k .. 4k + 3, codes G0-G3 of 6 bits) in units
+// 3k .. 3k + 2: G0 | (G3 & 3) << 6, G1 | (G3 & 12) << 4, G2 | (G3 & 48) << 2; then the 16 int8
+// scales (bytes 192-207) as 4 words.
 void pack_q6_k(const BlockRows& rows, uint8_t* a) {
-    put_words(rows, 0, 32, a);
-    put_masks(rows, 128, a + 32 * 64, [](const uint8_t* block, int m, int c) {
-        const int col = 16 * (m / 8) + 4 * (m % 8 / 2) + c;
-        const int high = block[128 + 32 * (col / 128) + col % 32] >> (2 * (col % 128 / 32));
-        return high >> (m % 2);
-    });
+    for (int r = 0; r < kPackedRows; ++r) {
+        if (rows.row[r] == nullptr) continue;
+        for (int k = 0; k < 16; ++k) {
+            for (int c = 0; c < 4; ++c) {
+                uint8_t g[4];
+                for (int i = 0; i < 4; ++i) g[i] = q6_k_code(rows.row[r], 16 * k + 4 * i + c);
+                for (int i = 0; i < 3; ++i) {
+                    a[64 * (3 * k + i) + 4 * r + c] =
+                        static_cast<uint8_t>(g[i] | ((g[3] >> (2 * i)) & 3) << 6);
+                }
+            }
+        }
+    }
     put_words(rows, 192, 4, a + 48 * 64);
 }
 

@@ -18,10 +18,13 @@
 //       16 rows: row r's copy at 4r. Quant nibbles stay as they are (byte k of a word holds
 //       columns k and k + 16 of a 32-value block, or of a pair of K-quant sub-blocks); Q8_0's
 //       bytes are stored XOR 0x80 (value + 128, the unsigned operand of vpdpbusd).
-//     bit masks (Q5_0, Q5_K, Q6_K): the high bits of the values as AVX-512 byte masks, 8 per
-//       unit: mask m holds one bit of each value of a column group, bit 4r + c for row r and
-//       column c of the group, in the vector's byte order. A kernel adds 16 (or 32) to the
-//       nibbles under the mask (one masked vpaddb) instead of shifting qh into place.
+//     bit masks (Q5_0, Q5_K): the fifth bits of the values as AVX-512 byte masks, 8 per unit:
+//       mask m holds one bit of each value of a column group, bit 4r + c for row r and column c
+//       of the group, in the vector's byte order. A kernel adds 16 to the nibbles under the mask
+//       (one masked vpaddb) instead of shifting qh into place.
+//     6-bit codes (Q6_K): the codes (value + 32) of 4 column groups G0-G3 in 3 units, G0-G2 in
+//       the low 6 bits of each byte and G3's bits 2i, 2i + 1 in bits 6-7 of unit i: three masks
+//       decode G0-G2 and three shifts, two bit selections and a mask G3.
 //   plane B (after all of plane A, block b at 32 b): for the types whose f16 scale d is not on
 //     a word of plane A (Q4_0, Q5_0, Q8_0, IQ4_NL: d first, then 16, 20 or 32 bytes; Q6_K: d
 //     last), the 16 rows' d as 16 f16 (32 bytes). Padded to 64 bytes.
@@ -33,8 +36,8 @@
 //   Q4_K   144 B: 4 words (d|dmin, 12 bytes of scales), 32 words of qs;            -
 //   Q5_K   176 B: 4 words (d|dmin, scales), 8 units of masks (fifth bit; mask 8s + j: sub-block
 //                 s, column group j), 32 words of qs;                              -
-//   Q6_K   210 B: 32 words of ql, 16 units of masks (bits 4 and 5; masks 8k + 2i and 8k + 2i + 1:
-//                 sub-block k of 16 values, column group i), 4 words of scales;    d
+//   Q6_K   210 B: 48 units of codes (units 3k .. 3k + 2: sub-block k of 16 values), 4 words of
+//                 scales;                                                          d
 //   IQ4_XS 136 B: 34 words (d|scales_h, scales_l, 32 of qs);                        -
 // A group takes 16 x the rows' bytes (plus at most 32 bytes of plane B padding), so decoding
 // reads as many bytes as from the file. A 3-D tensor (experts) is packed one 2-D matrix at a

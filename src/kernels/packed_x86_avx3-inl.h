@@ -237,10 +237,9 @@ struct Q5_K {
     }
 };
 
-// Q6_K: words 0-31 ql, units 32-47 the bits 4 and 5 as masks (8k + 2i and + 1: sub-block k,
-// column group i), words 48-51 the 16 int8 scales; d in plane B. In each half h of 128 values,
-// columns 128 h + 32 q + l (quarter q, l < 32) take the low (q = 0, 1) or high (q = 2, 3) nibble
-// of ql[64 h + 32 (q % 2) + l]: sub-block k = 8 h + 2 q + l / 16. Codes = value + 32.
+// Q6_K: units 3k .. 3k + 2 the 6-bit codes of sub-block k (16 values, column groups i = 0-3;
+// groups 0-2 in the low 6 bits, group 3's bits 2i, 2i + 1 in bits 6-7 of unit i), words 48-51
+// the 16 int8 scales; d in plane B. Codes = value + 32.
 struct Q6_K {
     static constexpr int kBlockValues = 256, kSub = 16, kSubs = 16, kOffset = 32;
     static constexpr bool kMin = false;
@@ -262,17 +261,23 @@ struct Q6_K {
     }
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, F&& f) {
-        const uint8_t* masks = a + 32 * 64;
+        const __m512i low6 = _mm512_set1_epi8(0x3F);
+        const __m512i low2 = _mm512_set1_epi8(0x03), low4 = _mm512_set1_epi8(0x0F);
+        // vpternlogd 0xE4: bits of the first operand where the third is set, else the second's.
+        constexpr int kSelect = 0xE4;
 #pragma GCC unroll 16
         for (int k = 0; k < 16; ++k) {
-            const int half = k / 8, q = k % 8 / 2;
+            const __m512i u0 = Word(a, 3 * k), u1 = Word(a, 3 * k + 1), u2 = Word(a, 3 * k + 2);
             __m512i v[4];
-            for (int i = 0; i < 4; ++i) {
-                const __m512i l = Word(a, 16 * half + 8 * (q % 2) + 4 * (k % 2) + i);
-                const __m512i nibbles = q < 2 ? Low4(l) : High4(l);
-                v[i] = AddUnder(AddUnder(nibbles, masks, 8 * k + 2 * i, 0x10), masks,
-                                8 * k + 2 * i + 1, 0x20);
-            }
+            v[0] = _mm512_and_si512(u0, low6);
+            v[1] = _mm512_and_si512(u1, low6);
+            v[2] = _mm512_and_si512(u2, low6);
+            // Bits 6-7 of u0, u1, u2 to bits 0-1, 2-3, 4-5 (16-bit shifts: the selections and
+            // the last mask drop what crosses from the next byte).
+            const __m512i x = _mm512_ternarylogic_epi32(_mm512_srli_epi16(u0, 6),
+                                                        _mm512_srli_epi16(u1, 4), low2, kSelect);
+            const __m512i y = _mm512_ternarylogic_epi32(x, _mm512_srli_epi16(u2, 2), low4, kSelect);
+            v[3] = _mm512_and_si512(y, low6);
             f(k, v);
         }
     }

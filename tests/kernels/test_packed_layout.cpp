@@ -59,8 +59,6 @@ struct PackedReader {
                 return u == 4;
             case GgmlType::Q5_K:
                 return u >= 4 && u < 12;
-            case GgmlType::Q6_K:
-                return u >= 32 && u < 48;
             default:
                 return false;
         }
@@ -115,12 +113,12 @@ struct PackedReader {
                 return v;
             }
             case GgmlType::Q6_K: {
-                const int half = col / 128, q = col % 128 / 32, l = col % 32;
-                const int n = nibble(16 * half + 8 * (q % 2) + l / 4, c, q >= 2);
                 const int k = col / 16, i = col % 16 / 4;
-                return (n | mask_bit(block, 32, 8 * k + 2 * i, r, c) << 4 |
-                        mask_bit(block, 32, 8 * k + 2 * i + 1, r, c) << 5) -
-                       32;
+                if (i < 3) return (word_byte(block, 3 * k + i, r, c) & 0x3F) - 32;
+                int code = 0;
+                for (int u = 0; u < 3; ++u)
+                    code |= (word_byte(block, 3 * k + u, r, c) >> 6) << 2 * u;
+                return code - 32;
             }
             case GgmlType::IQ4_XS: {
                 const int s = col / 32, idx = col % 32;

@@ -70,7 +70,12 @@ class CpuBackend final : public Backend {
     std::size_t weight_copy_bytes() const override { return packed_.bytes(); }
 
     void prepare(const Graph& g) override {
-        if (options_.repack_weights) packed_.prepare(g, pool_);
+        if (!options_.repack_weights) return;
+        std::vector<WeightMatrix> matrices;
+        for (const Op& op : g.ops) {
+            if (op.type == OpType::MatMul) matrices.push_back(matrix_of(*op.weight));
+        }
+        packed_.prepare(matrices, pool_);
     }
     std::size_t scratch_bytes() const override {
         std::size_t n = scratch_.capacity();
@@ -99,16 +104,24 @@ class CpuBackend final : public Backend {
             for (std::size_t i = 0; i < g.ops.size(); ++i) {
                 const Op& op = g.ops[i];
                 if (jobs_[i]) {
-                    if (!jobs_[i]->converts_serially() || thread == 0)
-                        jobs_[i]->run_phase(0, thread, n_threads);
-                    barrier.arrive_and_wait();
+                    // A job sharing the previous one's activations (K and V after Q, up after
+                    // gate) has nothing to convert: it starts right after that job's products.
+                    if (!jobs_[i]->shares_activations()) {
+                        if (!jobs_[i]->converts_serially() || thread == 0)
+                            jobs_[i]->run_phase(0, thread, n_threads);
+                        barrier.arrive_and_wait();
+                    }
                     jobs_[i]->run_phase(1, thread, n_threads);
                 } else if (!serial_[i] || thread == 0) {
                     run(op, g, thread, serial_[i] ? 1 : n_threads);
                 }
-                // Two ops in a row that only thread 0 runs need no barrier between them.
+                // Two ops in a row that only thread 0 runs need no barrier between them, nor
+                // two matmuls on the same input (neither reads what the other writes).
                 const bool next_serial = i + 1 < g.ops.size() && serial_[i + 1];
-                if (!(serial_[i] && next_serial)) barrier.arrive_and_wait();
+                const bool next_shares = i + 1 < g.ops.size() && jobs_[i + 1] &&
+                                         jobs_[i + 1]->shares_activations() &&
+                                         g.ops[i + 1].dst != op.src0 && g.ops[i + 1].dst != op.dst;
+                if (!(serial_[i] && next_serial) && !next_shares) barrier.arrive_and_wait();
                 if (thread == 0 && options_.trace) {
                     const auto now = std::chrono::steady_clock::now();
                     options_.trace(op,

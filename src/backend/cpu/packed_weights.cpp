@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <functional>
+#include <sstream>
+#include <string>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -24,13 +27,44 @@ std::size_t round_up(std::size_t n, std::size_t to) {
     return (n + to - 1) / to * to;
 }
 
-// The pages wholly inside [data, data + size), dropped from this process's mapping of the file.
-void drop_file_pages(std::span<const std::byte> bytes) {
+// Read-only mappings of files in this process (from /proc/self/maps): the only memory whose
+// pages may be dropped, since they come back from the file when read again (anonymous memory
+// would come back as zeros).
+struct FileMappings {
+    std::vector<std::pair<uintptr_t, uintptr_t>> ranges;  // [begin, end)
+
+    FileMappings() {
+        std::ifstream maps("/proc/self/maps");
+        std::string line;
+        while (std::getline(maps, line)) {
+            // "begin-end perms offset dev inode path"
+            std::istringstream in(line);
+            std::string range, perms, offset, dev;
+            uint64_t inode = 0;
+            if (!(in >> range >> perms >> offset >> dev >> inode)) continue;
+            const std::size_t dash = range.find('-');
+            if (inode == 0 || perms.size() < 2 || perms[1] != '-' || dash == std::string::npos)
+                continue;
+            ranges.emplace_back(std::stoull(range.substr(0, dash), nullptr, 16),
+                                std::stoull(range.substr(dash + 1), nullptr, 16));
+        }
+    }
+
+    bool contains(uintptr_t begin, uintptr_t end) const {
+        return std::any_of(ranges.begin(), ranges.end(),
+                           [&](const auto& r) { return r.first <= begin && end <= r.second; });
+    }
+};
+
+// Drops the pages wholly inside `bytes` from this process's mapping of the file they belong to
+// (nothing when they are not in a read-only file mapping).
+void drop_file_pages(std::span<const std::byte> bytes, const FileMappings& files) {
     const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const auto begin = round_up(reinterpret_cast<uintptr_t>(bytes.data()), page);
-    const auto end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+    const uintptr_t begin = round_up(reinterpret_cast<uintptr_t>(bytes.data()), page);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+    if (end <= begin || !files.contains(begin, end)) return;
     // A hint: if it fails the pages simply stay resident.
-    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 }  // namespace
@@ -65,7 +99,7 @@ std::size_t PackedWeights::KeyHash::operator()(const Key& k) const {
 PackedWeights::PackedWeights() = default;
 PackedWeights::~PackedWeights() = default;
 
-void PackedWeights::prepare(const Graph& graph, ThreadPool& pool) {
+void PackedWeights::prepare(const std::vector<WeightMatrix>& matrices, ThreadPool& pool) {
     struct Job {
         WeightMatrix w;
         kernels::PackedLayout layout;
@@ -73,19 +107,16 @@ void PackedWeights::prepare(const Graph& graph, ThreadPool& pool) {
     };
     std::vector<Job> jobs;
     std::size_t total = 0;
-    for (const Op& op : graph.ops) {
-        if (op.type != OpType::MatMul || op.weight == nullptr) continue;
-        const Weight& weight = *op.weight;
-        const Key key{weight.data.data(), weight.data.size()};
-        if (copies_.contains(key) || !kernels::has_packed_layout(weight.type) ||
-            !kernels::packed_kernels_available(weight.type)) {
+    for (const WeightMatrix& w : matrices) {
+        const Key key{w.data.data(), w.data.size()};
+        if (copies_.contains(key) || !kernels::has_packed_layout(w.type) ||
+            !kernels::packed_kernels_available(w.type)) {
             continue;
         }
         const bool seen = std::any_of(jobs.begin(), jobs.end(), [&](const Job& j) {
             return j.w.data.data() == key.data && j.w.data.size() == key.size;
         });
         if (seen) continue;
-        const WeightMatrix w{weight.type, weight.n_cols(), weight.n_rows(), weight.data};
         const kernels::PackedLayout layout = kernels::packed_layout(w.type, w.n_cols, w.n_rows);
         jobs.push_back({w, layout, total});
         total += round_up(layout.bytes(), 4096);  // each copy on its own pages
@@ -108,10 +139,11 @@ void PackedWeights::prepare(const Graph& graph, ThreadPool& pool) {
             if (g0 < g1) kernels::repack_groups(j.w, g0, g1, base + j.offset);
         }
     });
+    const FileMappings files;
     for (const Job& j : jobs) {
         const std::span<const std::byte> copy(base + j.offset, j.layout.bytes());
         copies_.emplace(Key{j.w.data.data(), j.w.data.size()}, copy);
-        drop_file_pages(j.w.data);
+        drop_file_pages(j.w.data, files);
     }
     regions_.push_back(std::move(region));
     bytes_ += total;

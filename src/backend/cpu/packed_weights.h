@@ -6,14 +6,16 @@
 //
 // A copy is made where it pays: for the types whose interleaved kernels the CPU runs (AVX-512:
 // Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS). Copies live in anonymous memory asked for
-// in transparent huge pages (one TLB entry per 2 MiB of the stream decoding reads); the pages of
-// the file the copies replace are then dropped from this process's mapping (MADV_DONTNEED: they
-// stay in the page cache, and come back on a read, e.g. of a tied embedding's rows), so resident
-// memory grows by little more than the copies' padding. Unlike the mapped file, the copies are
+// in transparent huge pages (one TLB entry per 2 MiB of the stream decoding reads); where the
+// originals lie in a read-only file mapping (a model's weights do), their pages are then dropped
+// from this process's mapping (MADV_DONTNEED: they stay in the page cache, and come back on a
+// read, e.g. of a tied embedding's rows), so resident memory grows by little more than the
+// copies' padding. Unlike the mapped file, the copies are
 // not shared between processes: every replica of a server holds its own.
 //
-// Copies are keyed by a matrix's bytes in the file: a 3-D tensor's matrices (experts) are
-// matrices of their own, each packed when a graph first multiplies it.
+// Copies are keyed by a matrix's bytes in the file. A 3-D tensor (experts) is packed one 2-D
+// matrix at a time: hand prepare() each expert's WeightMatrix (Weight::matrix(e)), and attach()
+// finds the copy of whichever expert a product reads.
 
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +24,6 @@
 #include <vector>
 
 #include "kernels/matmul.h"
-#include "model/graph.h"
 
 namespace minfer {
 
@@ -35,10 +36,10 @@ class PackedWeights {
     PackedWeights(const PackedWeights&) = delete;
     PackedWeights& operator=(const PackedWeights&) = delete;
 
-    // Packs every matrix the graph multiplies that has no copy yet and whose type has
-    // interleaved kernels on this CPU, on the pool's threads (not from inside a pool.run). Skips
-    // them, with a warning, when the memory for the copies is not available.
-    void prepare(const Graph& graph, ThreadPool& pool);
+    // Packs every matrix given that has no copy yet and whose type has interleaved kernels on
+    // this CPU, on the pool's threads (not from inside a pool.run). Skips them, with a warning,
+    // when the memory for the copies is not available.
+    void prepare(const std::vector<WeightMatrix>& matrices, ThreadPool& pool);
 
     // w with its interleaved copy attached, if it has one.
     WeightMatrix attach(WeightMatrix w) const;
