@@ -132,18 +132,29 @@ void PackedWeights::prepare(const std::vector<WeightMatrix>& matrices, ThreadPoo
     const auto start = std::chrono::steady_clock::now();
     auto region = std::make_unique<Region>(total);
     std::byte* base = region->base;
-    // Every thread packs its share of every matrix's groups (first-touching its pages).
-    pool.run([&](int i, int n) {
-        for (const Job& j : jobs) {
-            const int64_t g0 = j.layout.n_groups * i / n, g1 = j.layout.n_groups * (i + 1) / n;
-            if (g0 < g1) kernels::repack_groups(j.w, g0, g1, base + j.offset);
-        }
-    });
+    // A slice of a matrix (at most kSliceBytes of copy) after the other, split over the threads
+    // (each first-touching its pages), the file pages of its rows dropped as soon as it is
+    // packed: resident memory never holds much more than one copy of the weights.
+    constexpr std::size_t kSliceBytes = std::size_t{8} << 20;
     const FileMappings files;
     for (const Job& j : jobs) {
-        const std::span<const std::byte> copy(base + j.offset, j.layout.bytes());
-        copies_.emplace(Key{j.w.data.data(), j.w.data.size()}, copy);
-        drop_file_pages(j.w.data, files);
+        const auto row_bytes = static_cast<int64_t>(row_size(j.w.type, j.w.n_cols));
+        const int64_t slice =
+            std::max<int64_t>(1, static_cast<int64_t>(kSliceBytes) / j.layout.group_bytes);
+        for (int64_t s0 = 0; s0 < j.layout.n_groups; s0 += slice) {
+            const int64_t s1 = std::min(j.layout.n_groups, s0 + slice);
+            pool.run([&](int i, int n) {
+                const int64_t g0 = s0 + (s1 - s0) * i / n, g1 = s0 + (s1 - s0) * (i + 1) / n;
+                if (g0 < g1) kernels::repack_groups(j.w, g0, g1, base + j.offset);
+            });
+            const int64_t r0 = s0 * kernels::kPackedRows;
+            const int64_t r1 = std::min(j.w.n_rows, s1 * kernels::kPackedRows);
+            drop_file_pages(j.w.data.subspan(static_cast<std::size_t>(r0 * row_bytes),
+                                             static_cast<std::size_t>((r1 - r0) * row_bytes)),
+                            files);
+        }
+        copies_.emplace(Key{j.w.data.data(), j.w.data.size()},
+                        std::span<const std::byte>(base + j.offset, j.layout.bytes()));
     }
     regions_.push_back(std::move(region));
     bytes_ += total;
