@@ -130,7 +130,13 @@ void PackedWeights::prepare(const std::vector<WeightMatrix>& matrices, ThreadPoo
         return;
     }
     const auto start = std::chrono::steady_clock::now();
-    auto region = std::make_unique<Region>(total);
+    std::unique_ptr<Region> region;
+    try {
+        region = std::make_unique<Region>(total);
+    } catch (const LimitError& e) {
+        log_warning(concat(e.what(), ": the weights stay in the file's layout (slower)"));
+        return;
+    }
     std::byte* base = region->base;
     // A slice of a matrix (at most kSliceBytes of copy) after the other, split over the threads
     // (each first-touching its pages), the file pages of its rows dropped as soon as it is
