@@ -36,11 +36,40 @@ struct Shape {
     int64_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
     float rope_base, eps;
     bool tied, qkv_bias;
+    int64_t head_dim = 0;     // attention.key_length when not n_embd / n_head
+    bool qk_norm = false;     // per-head Q/K norms (qwen3, gemma3)
+    bool post_norms = false;  // post_attention_norm, post_ffw_norm (gemma)
+    int64_t n_expert = 0;     // a mixture of experts; n_ff is then one expert's width
+    int64_t n_expert_used = 0;
+    int64_t sliding_window = 0;
+    float attn_softcap = 0.0f, final_softcap = 0.0f;  // gemma2
 };
+
+Shape qwen3moe_bench() {
+    // Qwen3-30B-A3B's structure at a size this machine benchmarks: 16 experts of 768, 4 used.
+    Shape s{"qwen3moe", 1024, 16, 16, 4, 768, 151936, 32768, 1000000.0f, 1e-6f, false, false};
+    s.head_dim = 128;
+    s.qk_norm = true;
+    s.n_expert = 16;
+    s.n_expert_used = 4;
+    return s;
+}
+
+Shape gemma2_2b() {
+    Shape s{"gemma2", 2304, 26, 8, 4, 9216, 256000, 8192, 10000.0f, 1e-6f, true, false};
+    s.head_dim = 256;
+    s.post_norms = true;
+    s.sliding_window = 4096;
+    s.attn_softcap = 50.0f;
+    s.final_softcap = 30.0f;
+    return s;
+}
 
 const std::map<std::string, Shape> kShapes = {
     {"qwen2-0.5b", {"qwen2", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, true}},
     {"llama-1.1b", {"llama", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false, false}},
+    {"qwen3moe-16x768", qwen3moe_bench()},
+    {"gemma2-2b", gemma2_2b()},
     // Not a real model: 8 MB, written in a blink, for the tests of this tool.
     {"llama-tiny", {"llama", 64, 2, 4, 2, 128, 32000, 2048, 10000.0f, 1e-5f, false, false}},
 };
@@ -126,9 +155,11 @@ int main(int argc, char** argv) {
     CLI::App app{"Write a random-weight F16 GGUF model of a real architecture's shape"};
     std::string shape_name, vocab_path, out_path, template_path;
     uint64_t seed = 1;
-    app.add_option("--shape", shape_name, "qwen2-0.5b, llama-1.1b or llama-tiny (for tests)")
+    app.add_option("--shape", shape_name,
+                   "qwen2-0.5b, llama-1.1b, qwen3moe-16x768, gemma2-2b or llama-tiny (for tests)")
         ->required()
-        ->check(CLI::IsMember({"qwen2-0.5b", "llama-1.1b", "llama-tiny"}));
+        ->check(CLI::IsMember(
+            {"qwen2-0.5b", "llama-1.1b", "qwen3moe-16x768", "gemma2-2b", "llama-tiny"}));
     app.add_option("--vocab", vocab_path, "A vocabulary GGUF from ../shared/fixtures/vocab")
         ->required()
         ->check(CLI::ExistingFile);
@@ -167,6 +198,24 @@ int main(int argc, char** argv) {
               GgufValue::of<uint32_t>(static_cast<uint32_t>(s.n_head_kv)));
         m.set(a + ".rope.freq_base", GgufValue::of<float>(s.rope_base));
         m.set(a + ".attention.layer_norm_rms_epsilon", GgufValue::of<float>(s.eps));
+        const auto u32 = [](int64_t v) {
+            return GgufValue::of<uint32_t>(static_cast<uint32_t>(v));
+        };
+        const int64_t head_dim = s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head;
+        if (s.head_dim > 0) {
+            m.set(a + ".attention.key_length", u32(head_dim));
+            m.set(a + ".attention.value_length", u32(head_dim));
+        }
+        if (s.n_expert > 0) {
+            m.set(a + ".expert_count", u32(s.n_expert));
+            m.set(a + ".expert_used_count", u32(s.n_expert_used));
+            m.set(a + ".expert_feed_forward_length", u32(s.n_ff));
+        }
+        if (s.sliding_window > 0) m.set(a + ".attention.sliding_window", u32(s.sliding_window));
+        if (s.attn_softcap > 0)
+            m.set(a + ".attn_logit_softcapping", GgufValue::of<float>(s.attn_softcap));
+        if (s.final_softcap > 0)
+            m.set(a + ".final_logit_softcapping", GgufValue::of<float>(s.final_softcap));
         copy_tokenizer(vocab, s.n_vocab, m);
         if (!template_path.empty()) {
             m.set("tokenizer.chat_template",
@@ -174,14 +223,32 @@ int main(int argc, char** argv) {
         }
 
         uint64_t tensor_seed = seed;
-        // A matrix [n_in -> n_out] of F16 values with standard deviation 1/sqrt(n_in).
-        const auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out) {
+        // n_matrices matrices [n_in -> n_out] of F16 values with standard deviation
+        // 1/sqrt(n_in) (a 3-D tensor of experts when n_matrices > 1).
+        const auto matrices = [&](const std::string& name, int64_t n_in, int64_t n_out,
+                                  int64_t n_matrices) {
             const uint64_t my_seed = ++tensor_seed;
-            w.add_tensor(name, GgmlType::F16, {n_in, n_out}, [=](std::span<std::byte> bytes) {
+            std::vector<int64_t> shape = {n_in, n_out};
+            if (n_matrices > 1) shape.push_back(n_matrices);
+            w.add_tensor(name, GgmlType::F16, shape, [=](std::span<std::byte> bytes) {
                 Normal normal(my_seed);
                 const float scale = 1.0f / std::sqrt(static_cast<float>(n_in));
                 auto* h = reinterpret_cast<uint16_t*>(bytes.data());
-                for (int64_t i = 0; i < n_in * n_out; ++i) h[i] = f32_to_f16(normal() * scale);
+                for (int64_t i = 0; i < n_in * n_out * n_matrices; ++i)
+                    h[i] = f32_to_f16(normal() * scale);
+            });
+        };
+        const auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out) {
+            matrices(name, n_in, n_out, 1);
+        };
+        // A router [n_in -> n_out] of F32 (as converters write them).
+        const auto router = [&](const std::string& name, int64_t n_in, int64_t n_out) {
+            const uint64_t my_seed = ++tensor_seed;
+            w.add_tensor(name, GgmlType::F32, {n_in, n_out}, [=](std::span<std::byte> bytes) {
+                Normal normal(my_seed);
+                const float scale = 1.0f / std::sqrt(static_cast<float>(n_in));
+                auto* f = reinterpret_cast<float*>(bytes.data());
+                for (int64_t i = 0; i < n_in * n_out; ++i) f[i] = normal() * scale;
             });
         };
         const auto vector = [&](const std::string& name, int64_t n, float mean, float stddev) {
@@ -192,7 +259,6 @@ int main(int argc, char** argv) {
                 for (int64_t i = 0; i < n; ++i) f[i] = mean + stddev * normal();
             });
         };
-        const int64_t head_dim = s.n_embd / s.n_head;
         matrix("token_embd.weight", s.n_embd, s.n_vocab);
         vector("output_norm.weight", s.n_embd, 1.0f, 0.02f);
         if (!s.tied) matrix("output.weight", s.n_embd, s.n_vocab);
@@ -207,11 +273,26 @@ int main(int argc, char** argv) {
                 vector(p + "attn_k.bias", s.n_head_kv * head_dim, 0.0f, 0.02f);
                 vector(p + "attn_v.bias", s.n_head_kv * head_dim, 0.0f, 0.02f);
             }
+            if (s.qk_norm) {
+                vector(p + "attn_q_norm.weight", head_dim, 1.0f, 0.02f);
+                vector(p + "attn_k_norm.weight", head_dim, 1.0f, 0.02f);
+            }
             matrix(p + "attn_output.weight", s.n_head * head_dim, s.n_embd);
             vector(p + "ffn_norm.weight", s.n_embd, 1.0f, 0.02f);
-            matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
-            matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
-            matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+            if (s.post_norms) {
+                vector(p + "post_attention_norm.weight", s.n_embd, 1.0f, 0.02f);
+                vector(p + "post_ffw_norm.weight", s.n_embd, 1.0f, 0.02f);
+            }
+            if (s.n_expert > 0) {
+                router(p + "ffn_gate_inp.weight", s.n_embd, s.n_expert);
+                matrices(p + "ffn_gate_exps.weight", s.n_embd, s.n_ff, s.n_expert);
+                matrices(p + "ffn_up_exps.weight", s.n_embd, s.n_ff, s.n_expert);
+                matrices(p + "ffn_down_exps.weight", s.n_ff, s.n_embd, s.n_expert);
+            } else {
+                matrix(p + "ffn_gate.weight", s.n_embd, s.n_ff);
+                matrix(p + "ffn_up.weight", s.n_embd, s.n_ff);
+                matrix(p + "ffn_down.weight", s.n_ff, s.n_embd);
+            }
         }
         AtomicOutputFile out(out_path);  // OUT keeps its old contents if writing fails
         w.write(out.stream());

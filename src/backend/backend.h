@@ -56,6 +56,12 @@ class Backend {
 
     virtual std::size_t kv_cache_bytes() const = 0;
     virtual std::size_t scratch_bytes() const = 0;
+
+    // Bytes of weights the last execute() read: every weight an op used (matrices, vectors), the
+    // embedding rows it looked up, and of an expert tensor only the experts some row picked (a
+    // decode step of several sequences reads the union of theirs). 0 when a backend does not
+    // count (the bench's roofline then uses Model::bytes_per_token).
+    virtual uint64_t weight_bytes_read() const { return 0; }
 };
 
 // What every backend checks before executing a graph: Graph::validate against the cache's

@@ -57,6 +57,7 @@ struct TestResult {
     uint64_t repacked_bytes = 0;  // weight copies the backend made (0: --no-repack)
     std::vector<double> samples_ns;
     std::vector<double> samples_ts;
+    std::vector<double> samples_bytes;  // weight bytes read per step (tg; 0: not counted)
 
     double avg_ts() const { return mean(samples_ts); }
     double stddev_ts() const { return stddev(samples_ts); }
@@ -255,14 +256,23 @@ void print_roofline(const std::vector<int>& threads, const std::vector<TestResul
         const double bandwidth = measure_read_bandwidth(*pool);
         for (const auto& r : results) {
             if (r.threads != n || r.test.n_gen == 0) continue;
-            // Every step reads the weights once, whatever the number of sequences it decodes.
+            // Every step reads the weights once, whatever the number of sequences it decodes;
+            // of a mixture of experts, the experts its tokens picked (counted by the backend: a
+            // step of several sequences reads the union of theirs).
             const double steps = r.avg_ts() / static_cast<double>(r.test.n_parallel);
-            const double used = static_cast<double>(per_step) * steps;
+            const double counted = TestResult::mean(r.samples_bytes);
+            const double step_bytes = counted > 0 ? counted : static_cast<double>(per_step);
+            const double used = step_bytes * steps;
+            const std::string read =
+                counted > 0 && std::abs(counted - static_cast<double>(per_step)) >
+                                   0.005 * static_cast<double>(per_step)
+                    ? concat(" (", format_mib(static_cast<uint64_t>(counted)), " a step)")
+                    : "";
             std::printf(
-                "  %d thread(s), %s x%lld: %.1f GB/s of %.1f GB/s measured read bandwidth = "
+                "  %d thread(s), %s x%lld%s: %.1f GB/s of %.1f GB/s measured read bandwidth = "
                 "%.0f%%\n",
-                n, r.name().c_str(), static_cast<long long>(r.test.n_parallel), used / 1e9,
-                bandwidth / 1e9, 100.0 * used / bandwidth);
+                n, r.name().c_str(), static_cast<long long>(r.test.n_parallel), read.c_str(),
+                used / 1e9, bandwidth / 1e9, 100.0 * used / bandwidth);
         }
     }
 }
@@ -371,12 +381,14 @@ void add_bench_command(CLI::App& app) {
                              prepare_ms,
                              engine.backend().weight_copy_bytes(),
                              {},
+                             {},
                              {}};
                 run_bench_test(engine, t, rng);  // warm-up: page the weights in, wake the pool
                 for (int rep = 0; rep < o->repetitions; ++rep) {
-                    const double ns = run_bench_test(engine, t, rng);
-                    r.samples_ns.push_back(ns);
-                    r.samples_ts.push_back(static_cast<double>(bench_tokens(t)) * 1e9 / ns);
+                    const BenchRun run = run_bench_test(engine, t, rng);
+                    r.samples_ns.push_back(run.ns);
+                    r.samples_ts.push_back(static_cast<double>(bench_tokens(t)) * 1e9 / run.ns);
+                    r.samples_bytes.push_back(run.weight_bytes_per_step);
                 }
                 results.push_back(std::move(r));
             }

@@ -97,7 +97,8 @@ Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokeniz
         spec.bytes(),
         concat("a KV cache of ", kv_tokens, " tokens (", type_name(options.kv_type), ")"),
         options.memory_advice);
-    kv_ = PagedKvCache(static_cast<int32_t>(n_blocks), kKvBlockSize);
+    static_assert(PagedKvCache::kFreed == kFreedBlock);
+    kv_ = PagedKvCache(static_cast<int32_t>(n_blocks), kKvBlockSize, model_->kv_window());
     pool_ =
         shared_thread_pool(clamp_thread_count(options.n_threads, "n_threads"), options.pin_threads);
     BackendOptions b;
@@ -168,9 +169,9 @@ SeqId Engine::submit(SequenceParams params) {
                cached[common] == s->tokens[common])
             ++common;
         if (params.all_logits) common = 0;
-        kv_.truncate(kept.kv_seq, static_cast<int64_t>(common));
+        // (Less, or nothing, when a sliding window freed what the rest would attend to.)
+        s->result.stats.n_reused = kv_.truncate(kept.kv_seq, static_cast<int64_t>(common));
         s->kv_seq = kept.kv_seq;
-        s->result.stats.n_reused = static_cast<int64_t>(common);
         kept.params.keep = false;  // its cache now belongs to the new sequence
         kept.kv_seq = 0;
         std::erase_if(sequences_, [&](const auto& q) { return q.get() == &kept; });
@@ -329,8 +330,11 @@ std::vector<SequenceEvent> Engine::step() {
     const auto add_entry = [&](Sequence& s, int64_t n) {
         const int64_t first = kv_.length(s.kv_seq);
         if (!schedule(s, n, copies, preempted)) {
-            // Waiting for older sequences, unless it could not fit even with the whole pool.
-            const int64_t blocks = (first + n + block - 1) / block;
+            // Waiting for older sequences, unless it could not fit even with the whole pool
+            // (with a sliding window, the blocks it holds are those its window reaches).
+            const int64_t blocks = kv_.window() > 0
+                                       ? kv_.blocks_held(s.kv_seq) + kv_.blocks_needed(s.kv_seq, n)
+                                       : (first + n + block - 1) / block;
             if (blocks > kv_.pool().n_blocks()) finish(s, StopReason::CacheFull, events);
             return;
         }
@@ -392,7 +396,7 @@ std::vector<SequenceEvent> Engine::step() {
         rows += e.count;
     }
     for (const BlockCopy& c : copies) backend_->copy_kv_block(c.from, c.to, c.n_positions);
-    const Graph graph = model_->record(std::move(in), block);
+    const Graph graph = model_->record(std::move(in), block, n_ctx_);
     backend_->execute(graph);
     const std::span<const float> logits = backend_->logits();
     const auto n_vocab = static_cast<std::size_t>(model_->hparams().n_vocab);
@@ -442,7 +446,7 @@ Graph Engine::graph_for_prompt(std::span<const int32_t> prompt, bool all_logits)
     in.table_begin = {0, static_cast<int32_t>((n + kv_.block_size() - 1) / kv_.block_size())};
     for (int32_t b = 0; b < in.table_begin[1]; ++b) in.table_blocks.push_back(b);
     if (n > 0 && !all_logits) in.output_rows.push_back(static_cast<int32_t>(n - 1));
-    return model_->record(std::move(in), kv_.block_size());
+    return model_->record(std::move(in), kv_.block_size(), n_ctx_);
 }
 
 }  // namespace minfer

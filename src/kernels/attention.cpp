@@ -144,8 +144,8 @@ struct ScoreRows {
 
 template <int MC>
 struct WeighRows {
-    static void run(int64_t m, const float* p, int64_t stride, int64_t n_keys,
-                    const void* const* v, int64_t dv, bool f16, float* out, int64_t out_stride) {
+    static void run(int64_t m, const float* p, int64_t stride, int64_t n_keys, const void* const* v,
+                    int64_t dv, bool f16, float* out, int64_t out_stride) {
         WeighValuesRows<MC>(p + m * stride, stride, n_keys, v, dv, f16, out + m * out_stride,
                             out_stride);
     }
@@ -198,6 +198,10 @@ void Softmax(float* s, int64_t n, bool round_to_f16) {
     if (round_to_f16) RoundToF16(s + tail, n - tail);
 }
 
+void SoftmaxRow(float* s, int64_t n) {
+    Softmax(s, n, false);
+}
+
 void AttendGroup(const AttentionGroup& a, float* scratch) {
     const int64_t dk = a.head_dim_k, dv = a.head_dim_v, g = a.group, n = a.n_keys;
     const int64_t n_tiles = (n + kTile - 1) / kTile;
@@ -215,7 +219,9 @@ void AttendGroup(const AttentionGroup& a, float* scratch) {
     for (int64_t m = 0; m < g; ++m) {
         float* row = scores + m * stride;
         if (a.softcap > 0.0f) {
-            for (int64_t j = 0; j < n; ++j) row[j] = a.softcap * std::tanh(row[j] / a.softcap);
+            // ggml's three ops: * (1 / cap), tanh, * cap.
+            const float inverse = 1.0f / a.softcap;
+            for (int64_t j = 0; j < n; ++j) row[j] = std::tanh(row[j] * inverse) * a.softcap;
         }
         // Keys before the window are masked (ggml's -inf mask); those beyond n (the last tile's
         // tail) are left out.
@@ -233,6 +239,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace minfer {
 HWY_EXPORT(AttendGroup);
+HWY_EXPORT(SoftmaxRow);
+
+void softmax_like_ggml(float* x, int64_t n) {
+    HWY_DYNAMIC_DISPATCH(SoftmaxRow)(x, n);
+}
 
 void attend_group(const AttentionGroup& a, AttentionScratch& scratch) {
     const int64_t padded =

@@ -28,14 +28,14 @@ struct AttentionGroup {
     // head_dim_v + d].
     const void* const* k_tiles = nullptr;
     const void* const* v_tiles = nullptr;
-    bool f16 = true;        // cache values are f16 (else f32)
-    int64_t n_keys = 0;     // keys 0 .. n_keys-1 of the tiles are attended...
-    int64_t skip = 0;       // ...except the first `skip` (a window that starts inside a tile)
+    bool f16 = true;     // cache values are f16 (else f32)
+    int64_t n_keys = 0;  // keys 0 .. n_keys-1 of the tiles are attended...
+    int64_t skip = 0;    // ...except the first `skip` (a window that starts inside a tile)
     int64_t head_dim_k = 0;
     int64_t head_dim_v = 0;
-    float scale = 1.0f;     // applied to the Q·K dot products
-    float softcap = 0.0f;   // > 0: scaled scores become softcap * tanh(score / softcap)
-    float* out = nullptr;   // [group] outputs, head_dim_v values each, out_stride apart
+    float scale = 1.0f;    // applied to the Q·K dot products
+    float softcap = 0.0f;  // > 0: scaled scores become softcap * tanh(score / softcap)
+    float* out = nullptr;  // [group] outputs, head_dim_v values each, out_stride apart
     int64_t out_stride = 0;
 };
 
@@ -52,5 +52,10 @@ class AttentionScratch {
 };
 
 void attend_group(const AttentionGroup& a, AttentionScratch& scratch);
+
+// x[n] = softmax(x) in place, computed as ggml's soft_max is (the attention's softmax above,
+// without the f16 rounding): also the mixture-of-experts router's, whose top-k choice should
+// tie-break like llama.cpp's.
+void softmax_like_ggml(float* x, int64_t n);
 
 }  // namespace minfer

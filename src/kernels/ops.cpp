@@ -70,8 +70,8 @@ void rope(float* x, int64_t n_tokens, int64_t n_heads, std::span<const int32_t> 
         for (int64_t i = 0; i < half; ++i) {
             const float factor = config.freq_factors ? config.freq_factors[i] : 1.0f;
             const float angle = config.freq_scale * (theta / factor);
-            cos_theta[i] = std::cos(angle);
-            sin_theta[i] = std::sin(angle);
+            cos_theta[i] = std::cos(angle) * config.attn_factor;
+            sin_theta[i] = std::sin(angle) * config.attn_factor;
             theta *= theta_scale;
         }
         for (int64_t h = 0; h < n_heads; ++h) {

@@ -15,16 +15,16 @@ namespace minfer {
 // f32 products is accumulated in double, as ggml does. y may alias x.
 void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
 
-
 struct RopeConfig {
     RopeStyle style = RopeStyle::kNormal;
     int64_t head_dim = 0;  // values per head
     int64_t n_dims = 0;    // leading values of each head that rotate (<= head_dim, even); the rest
                            // pass through unchanged
     float freq_base = 10000.0f;
-    float freq_scale = 1.0f;  // linear scaling: positions are multiplied by it
+    float freq_scale = 1.0f;              // linear scaling: positions are multiplied by it
     const float* freq_factors = nullptr;  // optional [n_dims / 2]: pair i's theta is divided by it
-                                          // (rope_freqs.weight, Llama 3.1's scaling)
+                                          // (rope_freqs.weight, Llama 3.1's scaling; LongRoPE)
+    float attn_factor = 1.0f;  // cos and sin are multiplied by it (ggml's mscale; LongRoPE)
 };
 
 // Rotates x = [n_tokens][n_heads][head_dim] in place; token t is at position positions[t]. For
@@ -57,6 +57,5 @@ void mul(const float* a, const float* b, float* out, int64_t n);
 // Embedding lookup: row ids[i] of `table` (any type dequantize_row handles) into
 // out[i * n_cols ...]. Throws UsageError naming the id if one is outside [0, n_rows).
 void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out);
-
 
 }  // namespace minfer

@@ -1,5 +1,6 @@
 // Llama 1/2/3, TinyLlama, Mistral-style models and the llama2.c stories models: pre-norm decoder,
-// RoPE on adjacent pairs, SwiGLU feed-forward, no biases.
+// RoPE on adjacent pairs, SwiGLU feed-forward, no biases. With expert_count it is Mixtral: every
+// feed-forward is a mixture of experts (softmax router, top-k renormalised).
 #include "model/architecture.h"
 #include "model/decoder_graph.h"
 

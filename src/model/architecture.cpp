@@ -9,10 +9,9 @@ namespace minfer {
 namespace {
 
 using ArchitectureGetter = const Architecture& (*)();
-constexpr std::array<ArchitectureGetter, 3> kArchitectures = {
-    llama_architecture,
-    qwen2_architecture,
-    qwen3_architecture,
+constexpr std::array<ArchitectureGetter, 7> kArchitectures = {
+    llama_architecture,  qwen2_architecture,  qwen3_architecture, qwen3moe_architecture,
+    gemma2_architecture, gemma3_architecture, phi3_architecture,
 };
 
 }  // namespace

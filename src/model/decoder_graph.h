@@ -1,8 +1,11 @@
 #pragma once
-// The pre-norm decoder of llama, qwen2 and qwen3: per layer, RMSNorm -> Q/K/V projections
-// (+ biases, + per-head Q/K norms when the layer config says) -> RoPE -> attention over the paged
-// cache -> output projection -> residual; RMSNorm -> SwiGLU feed-forward -> residual. Tied or
-// separate output matrix, optional Llama 3.1 RoPE frequency factors.
+// The pre-norm decoder that llama, qwen2, qwen3, qwen3moe, gemma2, gemma3 and phi3 share, each
+// layer as its LayerConfig says: RMSNorm -> Q/K/V projections (separate or one fused matrix,
+// + biases, + per-head Q/K norms) -> RoPE (with Llama 3.1's or LongRoPE's frequency factors) ->
+// [Q scaled] -> attention over the paged cache (soft-capped, windowed) -> output projection
+// [-> post-attention norm] -> residual; RMSNorm -> feed-forward (SwiGLU or GELU-gated, gate and
+// up separate or fused; or a mixture of experts) [-> post-FFN norm] -> residual. Embeddings
+// optionally scaled, tied or separate output matrix, optional final soft-capping.
 
 #include <memory>
 

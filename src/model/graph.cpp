@@ -1,5 +1,7 @@
 #include "model/graph.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "core/error.h"
@@ -30,6 +32,18 @@ const char* op_type_name(OpType t) {
             return "add";
         case OpType::SelectRows:
             return "select_rows";
+        case OpType::GeGlu:
+            return "geglu";
+        case OpType::Scale:
+            return "scale";
+        case OpType::SoftCap:
+            return "softcap";
+        case OpType::MoeRoute:
+            return "moe_route";
+        case OpType::MoeMatMul:
+            return "moe_matmul";
+        case OpType::MoeCombine:
+            return "moe_combine";
     }
     return "?";
 }
@@ -62,10 +76,14 @@ class Validator {
     Validator(const Graph& g, int64_t n_vocab, int64_t n_slots)
         : g_(g), n_vocab_(n_vocab), n_slots_(n_slots) {}
 
-    void run() const {
+    void run() {
         inputs();
-        for (std::size_t i = 0; i < g_.ops.size(); ++i) op(g_.ops[i]);
+        for (std::size_t i = 0; i < g_.ops.size(); ++i) {
+            op(g_.ops[i]);
+            if (g_.ops[i].type == OpType::MoeRoute) routes_.push_back(&g_.ops[i]);
+        }
         if (g_.logits != kNoBuffer) buffer(g_.logits, "the logits", nullptr);
+        windows_visible();
     }
 
   private:
@@ -136,7 +154,8 @@ class Validator {
                 if (op.head_dim < 1 || op.width % op.head_dim != 0 || op.rope.n_dims < 2 ||
                     op.rope.n_dims > op.head_dim || op.rope.n_dims % 2 != 0)
                     fail(&op, "bad RoPE dimensions");
-                if (!(op.rope.freq_base > 0.0f) || !(op.rope.freq_scale > 0.0f))
+                if (!(op.rope.freq_base > 0.0f) || !(op.rope.freq_scale > 0.0f) ||
+                    !(op.rope.attn_factor > 0.0f) || !std::isfinite(op.rope.attn_factor))
                     fail(&op, "bad RoPE frequencies");
                 if (op.weight != nullptr && *op.weight) f32_vector(op, op.rope.n_dims / 2);
                 return;
@@ -151,6 +170,7 @@ class Validator {
                 shaped(op, op.src0, "Q", op.rows, a.n_head * a.head_dim_k);
                 return;
             case OpType::SwiGlu:
+            case OpType::GeGlu:
             case OpType::Add:
                 shaped(op, op.src0, "input", op.rows, op.width);
                 return;
@@ -158,8 +178,79 @@ class Validator {
                 if (op.rows != g_.in.n_outputs()) fail(&op, "rows differ from the outputs");
                 shaped(op, op.src0, "input", g_.in.n_tokens(), op.width);
                 return;
+            case OpType::Scale:
+                if (!std::isfinite(op.factor)) fail(&op, "bad factor");
+                return;
+            case OpType::SoftCap:
+                if (!(op.factor > 0.0f) || !std::isfinite(op.factor)) fail(&op, "bad soft cap");
+                return;
+            case OpType::MoeRoute:
+                experts(op);
+                if (op.width != 2 * op.moe.n_used) fail(&op, "width is not 2 x experts used");
+                shaped(op, op.src0, "router logits", op.rows, op.moe.n_expert);
+                return;
+            case OpType::MoeMatMul: {
+                experts(op);
+                route_of(op);
+                weight(op, -1);
+                const Weight& w = *op.weight;
+                if (w.n_dims != 3 || w.ne[2] != op.moe.n_expert)
+                    fail(&op, concat("weight ", w.describe(), " is not a 3-D tensor of ",
+                                     op.moe.n_expert, " experts"));
+                if (w.ne[1] * op.moe.n_used != op.width)
+                    fail(&op, "width differs from the experts'");
+                shaped(op, op.src0, "input", op.rows,
+                       op.moe.per_slot_input ? op.moe.n_used * w.ne[0] : w.ne[0]);
+                return;
+            }
+            case OpType::MoeCombine:
+                experts(op);
+                route_of(op);
+                shaped(op, op.src0, "expert outputs", op.rows, op.moe.n_used * op.width);
+                return;
         }
         fail(&op, "unknown op type");
+    }
+
+    void experts(const Op& op) const {
+        if (op.moe.n_expert < 1 || op.moe.n_used < 1 || op.moe.n_used > op.moe.n_expert)
+            fail(&op, concat("bad expert counts ", op.moe.n_used, " of ", op.moe.n_expert));
+    }
+
+    // src1 must be what an earlier MoeRoute of the same experts wrote: its expert ids are then in
+    // range, which the backends rely on.
+    void route_of(const Op& op) const {
+        for (const Op* r : routes_) {
+            if (r->dst == op.src1 && r->moe.n_expert == op.moe.n_expert &&
+                r->moe.n_used == op.moe.n_used && r->rows >= op.rows)
+                return;
+        }
+        fail(&op, "its routing input is not the output of an earlier moe_route");
+    }
+
+    // Every key an attention op may read lies in a block the tables hold (not a freed one).
+    void windows_visible() const {
+        int64_t widest = -1;  // the largest window of any attention op; 0: unlimited
+        for (const Op& op : g_.ops) {
+            if (op.type != OpType::Attention) continue;
+            if (op.attn.window == 0) {
+                widest = 0;
+                break;
+            }
+            widest = std::max(widest, op.attn.window);
+        }
+        if (widest < 0) return;
+        const BatchInputs& in = g_.in;
+        for (std::size_t t = 0; t < in.tokens.size(); ++t) {
+            const int64_t pos = in.positions[t];
+            const int64_t first = widest == 0 ? 0 : std::max<int64_t>(0, pos - widest + 1);
+            const auto table = in.block_table(in.sequence[t]);
+            for (int64_t b = first / g_.kv_block_size; b <= pos / g_.kv_block_size; ++b) {
+                if (table[static_cast<std::size_t>(b)] == kFreedBlock)
+                    fail(nullptr, concat("token ", t, " at position ", pos,
+                                         " would attend to freed block ", b, " of its table"));
+            }
+        }
     }
 
     void heads(const Op& op) const {
@@ -185,7 +276,7 @@ class Validator {
         }
         const int64_t n_blocks = n_slots_ / g_.kv_block_size;
         for (int32_t b : in.table_blocks) {
-            if (b < 0 || b >= n_blocks)
+            if ((b < 0 && b != kFreedBlock) || b >= n_blocks)
                 fail(nullptr, concat("block ", b, " is outside the cache of ", n_blocks));
         }
         for (std::size_t t = 0; t < n; ++t) {
@@ -199,6 +290,8 @@ class Validator {
             if (pos < 0 || pos / g_.kv_block_size >= static_cast<int64_t>(table.size()))
                 fail(nullptr,
                      concat("position ", pos, " of token ", t, " is beyond its block table"));
+            if (table[static_cast<std::size_t>(pos / g_.kv_block_size)] == kFreedBlock)
+                fail(nullptr, concat("position ", pos, " of token ", t, " is in a freed block"));
             const int64_t slot = int64_t{table[static_cast<std::size_t>(pos / g_.kv_block_size)]} *
                                      g_.kv_block_size +
                                  pos % g_.kv_block_size;
@@ -217,6 +310,7 @@ class Validator {
     const Graph& g_;
     int64_t n_vocab_;
     int64_t n_slots_;
+    std::vector<const Op*> routes_;  // the MoeRoute ops validated so far
 };
 
 std::string params(const Op& op) {
@@ -227,10 +321,21 @@ std::string params(const Op& op) {
         case OpType::HeadRmsNorm:
             return concat("head_dim=", op.head_dim, " eps=", op.eps);
         case OpType::Rope:
-            return concat(op.rope.style == RopeStyle::kNeox ? "neox" : "normal",
-                          " head_dim=", op.head_dim, " n_dims=", op.rope.n_dims,
-                          " base=", op.rope.freq_base, " scale=", op.rope.freq_scale,
-                          op.weight != nullptr && *op.weight ? " freq_factors" : "");
+            return concat(
+                op.rope.style == RopeStyle::kNeox ? "neox" : "normal", " head_dim=", op.head_dim,
+                " n_dims=", op.rope.n_dims, " base=", op.rope.freq_base,
+                " scale=", op.rope.freq_scale,
+                op.rope.attn_factor != 1.0f ? concat(" attn_factor=", op.rope.attn_factor) : "",
+                op.weight != nullptr && *op.weight ? " freq_factors" : "");
+        case OpType::Scale:
+        case OpType::SoftCap:
+            return concat("factor=", op.factor);
+        case OpType::MoeRoute:
+        case OpType::MoeCombine:
+            return concat("experts=", op.moe.n_used, "/", op.moe.n_expert);
+        case OpType::MoeMatMul:
+            return concat("experts=", op.moe.n_used, "/", op.moe.n_expert,
+                          op.moe.per_slot_input ? " per_slot" : "");
         case OpType::StoreKv:
             return concat("kv_layer=", op.kv_layer, " kv_heads=", a.n_head_kv, " dk=", a.head_dim_k,
                           " dv=", a.head_dim_v);

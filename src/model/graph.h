@@ -45,15 +45,30 @@ enum class OpType : uint8_t {
     AddBias,      // dst += weight, broadcast over rows
     HeadRmsNorm,  // per head of dst (width / head_dim heads): rms_norm(head, eps) * weight
     Rope,         // rotate the first rope.n_dims values of every head (head_dim) of dst by the
-                  // token's position; weight (optional) holds per-frequency divisors
+                  // token's position; weight (optional) holds per-frequency divisors; the rotated
+                  // pairs are multiplied by rope.attn_factor (LongRoPE's magnitude scale)
     StoreKv,      // cache layer kv_layer at slot kv_slots[t] = (src0 row t as K, src1 row t as V);
                   // no dst
     Attention,    // dst = softmax(scale * Q·K^T [softcapped]) · V over the keys each token sees
                   // (its sequence's positions max(0, pos - window + 1) .. pos) in cache layer
                   // kv_layer; src0 = Q [rows][n_head * head_dim_k]
     SwiGlu,       // dst = silu(dst) * src0  (dst = gate, src0 = up)
+    GeGlu,        // dst = gelu_tanh(dst) * src0 (Gemma's feed-forward gate)
     Add,          // dst += src0
     SelectRows,   // dst[i] = src0[output_rows[i]]: keep the rows whose logits are wanted
+    Scale,        // dst *= factor (Gemma's embedding scale; queries scaled before attention)
+    SoftCap,      // dst = factor * tanh(dst * (1 / factor)) (Gemma 2's final logits)
+    // Mixture of experts, k = moe.n_used experts per token out of moe.n_expert:
+    MoeRoute,    // dst [rows][2k] from router logits src0 [rows][n_expert]: softmax, the k most
+                 // probable experts (most probable first; the lower id on a tie), their
+                 // probabilities divided by their sum: dst[t] = (k expert ids as exact floats,
+                 // k weights)
+    MoeMatMul,   // dst [rows][k][width] : slot j of token t = x · expert(t, j)^T, weight a 3-D
+                 // expert tensor [width_in, width, n_expert], src1 the MoeRoute output; x is src0
+                 // row t [width_in] (the same for every slot), or its slot j [k][width_in] when
+                 // moe.per_slot_input
+    MoeCombine,  // dst [rows][width] = sum over slots j in order of weight(t, j) * src0[t][j]
+                 // (src0 [rows][k][width], src1 the MoeRoute output)
 };
 const char* op_type_name(OpType t);
 
@@ -65,6 +80,12 @@ struct AttentionParams {
     float scale = 1.0f;    // multiplies Q·K
     float softcap = 0.0f;  // 0: none
     int64_t window = 0;    // 0: all earlier positions of the sequence
+};
+
+struct MoeParams {
+    int64_t n_expert = 0;         // experts of the layer
+    int64_t n_used = 0;           // k: experts per token
+    bool per_slot_input = false;  // MoeMatMul: src0 holds one input row per slot
 };
 
 struct Op {
@@ -79,11 +100,15 @@ struct Op {
     int64_t width = 0;               // width of a dst row
     // Parameters (each op uses the ones its comment above names).
     float eps = 0.0f;      // RmsNorm, HeadRmsNorm
+    float factor = 0.0f;   // Scale, SoftCap
     int64_t head_dim = 0;  // HeadRmsNorm, Rope
     RopeParams rope;       // Rope
     AttentionParams attn;  // StoreKv (head counts and sizes), Attention
     int kv_layer = -1;     // StoreKv, Attention
+    MoeParams moe;         // MoeRoute, MoeMatMul, MoeCombine
 };
+
+inline constexpr int32_t kFreedBlock = -1;
 
 // Per token of the batch, and per sequence the batch touches.
 struct BatchInputs {
@@ -93,6 +118,8 @@ struct BatchInputs {
     std::vector<int32_t> sequence;   // [n_tokens] index of its sequence's block table below
     // Block tables, flattened: sequence i's blocks are table_blocks[table_begin[i] ..
     // table_begin[i + 1]), covering at least positions 0 .. its largest position in the batch.
+    // An entry kFreedBlock stands for a block the cache freed because no later position can see
+    // it (every layer has a sliding window that ends after it); no attention reads it.
     std::vector<int32_t> table_begin;  // [n_sequences + 1]
     std::vector<int32_t> table_blocks;
     std::vector<int32_t> output_rows;  // [n_outputs] rows whose logits are wanted, ascending

@@ -12,64 +12,62 @@ namespace {
 constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxWidth = int64_t{1} << 20;
 constexpr int64_t kMaxHeads = 4096;
+constexpr int64_t kMaxExperts = 4096;
+constexpr int64_t kMaxContext = int64_t{1} << 24;
 
-class KeyReader {
-  public:
-    KeyReader(const GgufMetadata& meta, std::string_view prefix) : meta_(meta), prefix_(prefix) {}
-
-    std::string key(std::string_view suffix) const { return concat(prefix_, ".", suffix); }
-
-    int64_t required_int(std::string_view suffix, int64_t lo, int64_t hi) const {
-        return checked(suffix, meta_.get_int(key(suffix)), lo, hi);
-    }
-    int64_t optional_int(std::string_view suffix, int64_t fallback, int64_t lo, int64_t hi) const {
-        const auto v = meta_.get_int_optional(key(suffix));
-        return v ? checked(suffix, *v, lo, hi) : fallback;
-    }
-    double optional_number(std::string_view suffix, double fallback) const {
-        return meta_.get_number_optional(key(suffix)).value_or(fallback);
-    }
-    std::optional<std::string_view> optional_string(std::string_view suffix) const {
-        return meta_.get_string_optional(key(suffix));
-    }
-
-  private:
-    int64_t checked(std::string_view suffix, int64_t v, int64_t lo, int64_t hi) const {
-        if (v < lo || v > hi) {
-            throw FormatError(concat(meta_.source(), ": metadata key '", key(suffix), "' is ", v,
-                                     ", expected ", lo, "..", hi));
-        }
-        return v;
-    }
-
-    const GgufMetadata& meta_;
-    std::string prefix_;
-};
-
-float read_rope_freq_scale(const KeyReader& keys, const GgufMetadata& meta) {
+float read_rope_freq_scale(const ArchKeys& keys) {
     const auto type = keys.optional_string("rope.scaling.type");
-    if (!type || *type == "none") {
+    // LongRoPE (phi3: "longrope", older files "su") rescales by its factor tensors, not here.
+    if (!type || *type == "none" || *type == "longrope" || *type == "su") {
         // Older files: rope.scale_linear.
-        const double linear = keys.optional_number("rope.scale_linear", 1.0);
+        const double linear = keys.optional_number("rope.scale_linear", 1.0, 1e-6, 1e6);
         return static_cast<float>(1.0 / linear);
     }
     if (*type == "linear") {
-        const double factor = keys.optional_number("rope.scaling.factor", 1.0);
-        if (!(factor > 0.0) || !std::isfinite(factor)) {
-            throw FormatError(concat(meta.source(), ": metadata key '",
-                                     keys.key("rope.scaling.factor"), "' is ", factor,
-                                     ", expected a positive number"));
-        }
+        const double factor = keys.optional_number("rope.scaling.factor", 1.0, 1e-6, 1e6);
         return static_cast<float>(1.0 / factor);
     }
-    throw UnsupportedError(concat(meta.source(), ": RoPE scaling type '", *type,
-                                  "' is not supported yet (supported: none, linear)"));
+    throw UnsupportedError(concat(keys.metadata().source(), ": RoPE scaling type '", *type,
+                                  "' is not supported yet (supported: none, linear, longrope)"));
 }
 
 }  // namespace
 
+void ArchKeys::out_of_range(std::string_view suffix, const std::string& value,
+                            const std::string& expected) const {
+    throw FormatError(concat(meta_.source(), ": metadata key '", key(suffix), "' is ", value,
+                             ", expected ", expected));
+}
+
+int64_t ArchKeys::required_int(std::string_view suffix, int64_t lo, int64_t hi) const {
+    const int64_t v = meta_.get_int(key(suffix));
+    if (v < lo || v > hi) out_of_range(suffix, concat(v), concat(lo, "..", hi));
+    return v;
+}
+
+int64_t ArchKeys::optional_int(std::string_view suffix, int64_t fallback, int64_t lo,
+                               int64_t hi) const {
+    const auto v = meta_.get_int_optional(key(suffix));
+    if (!v) return fallback;
+    if (*v < lo || *v > hi) out_of_range(suffix, concat(*v), concat(lo, "..", hi));
+    return *v;
+}
+
+double ArchKeys::optional_number(std::string_view suffix, double fallback, double lo,
+                                 double hi) const {
+    const auto v = meta_.get_number_optional(key(suffix));
+    if (!v) return fallback;
+    if (!std::isfinite(*v) || *v < lo || *v > hi)
+        out_of_range(suffix, concat(*v), concat("a number in ", lo, "..", hi));
+    return *v;
+}
+
+std::optional<std::string_view> ArchKeys::optional_string(std::string_view suffix) const {
+    return meta_.get_string_optional(key(suffix));
+}
+
 HParams read_hparams(const GgufMetadata& meta, std::string_view arch_name) {
-    const KeyReader keys(meta, arch_name);
+    const ArchKeys keys(meta, arch_name);
     HParams hp;
     hp.architecture = std::string(arch_name);
     hp.n_layer = keys.required_int("block_count", 1, kMaxLayers);
@@ -82,7 +80,7 @@ HParams read_hparams(const GgufMetadata& meta, std::string_view arch_name) {
                                  " attention heads are not divisible by ", hp.n_head_kv,
                                  " KV heads (", keys.key("attention.head_count_kv"), ")"));
     }
-    if (hp.n_embd % hp.n_head != 0 && !meta.contains(keys.key("attention.key_length"))) {
+    if (hp.n_embd % hp.n_head != 0 && !keys.contains("attention.key_length")) {
         throw FormatError(concat(meta.source(), ": embedding length ", hp.n_embd,
                                  " is not divisible by ", hp.n_head, " heads and ",
                                  keys.key("attention.key_length"), " is missing"));
@@ -94,17 +92,26 @@ HParams read_hparams(const GgufMetadata& meta, std::string_view arch_name) {
         throw FormatError(concat(meta.source(), ": ", keys.key("rope.dimension_count"), " is ",
                                  hp.n_rot, ", expected an even number"));
     }
-    hp.n_ctx_train = keys.optional_int("context_length", 2048, 1, int64_t{1} << 24);
-    hp.rope_freq_base = static_cast<float>(keys.optional_number("rope.freq_base", 10000.0));
-    if (!(hp.rope_freq_base > 0.0f) || !std::isfinite(hp.rope_freq_base)) {
+    hp.n_ctx_train = keys.optional_int("context_length", 2048, 1, kMaxContext);
+    hp.n_ctx_orig =
+        keys.optional_int("rope.scaling.original_context_length", hp.n_ctx_train, 1, kMaxContext);
+    hp.rope_freq_base =
+        static_cast<float>(keys.optional_number("rope.freq_base", 10000.0, 1e-6, 1e30));
+    if (!(hp.rope_freq_base > 0.0f)) {
         throw FormatError(concat(meta.source(), ": ", keys.key("rope.freq_base"), " is ",
                                  hp.rope_freq_base, ", expected a positive number"));
     }
-    hp.rope_freq_scale = read_rope_freq_scale(keys, meta);
-    hp.rms_eps = static_cast<float>(keys.optional_number("attention.layer_norm_rms_epsilon", 1e-5));
-    if (!(hp.rms_eps > 0.0f) || !(hp.rms_eps < 1.0f)) {
-        throw FormatError(concat(meta.source(), ": ", keys.key("attention.layer_norm_rms_epsilon"),
-                                 " is ", hp.rms_eps, ", expected a small positive number"));
+    hp.rope_freq_scale = read_rope_freq_scale(keys);
+    if (keys.contains("rope.scaling.attn_factor"))
+        hp.rope_attn_factor =
+            static_cast<float>(keys.optional_number("rope.scaling.attn_factor", 1.0, 1e-3, 1e3));
+    hp.rms_eps = static_cast<float>(
+        keys.optional_number("attention.layer_norm_rms_epsilon", 1e-5, 1e-30, 0.5));
+    hp.sliding_window = keys.optional_int("attention.sliding_window", 0, 0, kMaxContext);
+    hp.n_expert = keys.optional_int("expert_count", 0, 0, kMaxExperts);
+    if (hp.n_expert > 0) {
+        hp.n_expert_used = keys.required_int("expert_used_count", 1, hp.n_expert);
+        hp.n_ff_expert = keys.optional_int("expert_feed_forward_length", hp.n_ff, 1, kMaxWidth);
     }
     return hp;
 }
@@ -115,8 +122,11 @@ LayerConfig uniform_layer_config(const HParams& hp, RopeStyle style) {
     c.n_head_kv = hp.n_head_kv;
     c.head_dim_k = hp.head_dim_k;
     c.head_dim_v = hp.head_dim_v;
-    c.n_ff = hp.n_ff;
-    c.rope = RopeParams{style, hp.n_rot, hp.rope_freq_base, hp.rope_freq_scale};
+    c.n_ff = hp.n_expert > 0 ? hp.n_ff_expert : hp.n_ff;
+    c.n_expert = hp.n_expert;
+    c.n_expert_used = hp.n_expert_used;
+    c.rope = RopeParams{style, hp.n_rot, hp.rope_freq_base, hp.rope_freq_scale,
+                        hp.rope_attn_factor.value_or(1.0f)};
     c.attn_scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim_k));
     return c;
 }

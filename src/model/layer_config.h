@@ -13,9 +13,15 @@ namespace minfer {
 
 struct RopeParams {
     RopeStyle style = RopeStyle::kNormal;
-    int64_t n_dims = 0;       // leading values of each head that rotate (even, <= head size)
+    int64_t n_dims = 0;  // leading values of each head that rotate (even, <= head size)
     float freq_base = 10000.0f;
-    float freq_scale = 1.0f;  // 1 / linear scaling factor: positions are multiplied by it
+    float freq_scale = 1.0f;   // 1 / linear scaling factor: positions are multiplied by it
+    float attn_factor = 1.0f;  // multiplies cos and sin (LongRoPE's magnitude correction)
+};
+
+enum class FfnActivation : uint8_t {
+    kSilu,      // SwiGLU (llama, qwen, phi3, the experts of MoE layers)
+    kGeluTanh,  // GELU with the tanh approximation (gemma)
 };
 
 struct LayerConfig {
@@ -25,11 +31,22 @@ struct LayerConfig {
     int64_t head_dim_v = 0;
     int64_t n_ff = 0;
     RopeParams rope;
-    float attn_scale = 1.0f;     // multiplies Q·K (1/sqrt(head_dim_k) unless the model says)
-    float attn_softcap = 0.0f;   // 0: none; else scores become softcap * tanh(score / softcap)
-    int64_t attn_window = 0;     // 0: every earlier position; else only the last attn_window
+    float attn_scale = 1.0f;    // multiplies Q·K (1/sqrt(head_dim_k) unless the model says)
+    float attn_softcap = 0.0f;  // 0: none; else scores become softcap * tanh(score / softcap)
+    int64_t attn_window = 0;    // 0: every earlier position; else only the last attn_window
+    // Q multiplied by attn_scale before attention (in f32, as llama.cpp's gemma and phi3 graphs
+    // do; the attention itself then scales by 1); else the scores are scaled.
+    bool scale_query = false;
     bool qkv_bias = false;       // attn_{q,k,v}.bias present (qwen2)
-    bool qk_norm = false;        // per-head RMSNorm of Q and K before RoPE (qwen3)
+    bool qk_norm = false;        // per-head RMSNorm of Q and K before RoPE (qwen3, gemma3)
+    bool fused_qkv = false;      // one attn_qkv matrix: Q rows, then K, then V (phi3)
+    bool fused_gate_up = false;  // ffn_up holds the gate rows, then the up rows (phi3)
+    bool post_norms = false;     // post_attention_norm, post_ffw_norm on the block outputs (gemma)
+    FfnActivation ffn_act = FfnActivation::kSilu;
+    // Mixture of experts (n_expert > 0): a router ffn_gate_inp and 3-D expert tensors
+    // ffn_{gate,up,down}_exps; n_ff is then the width of one expert.
+    int64_t n_expert = 0;
+    int64_t n_expert_used = 0;
 
     int64_t q_width() const { return n_head * head_dim_k; }      // Q projection output
     int64_t kv_width() const { return n_head_kv * head_dim_k; }  // K projection output

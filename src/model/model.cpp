@@ -1,5 +1,7 @@
 #include "model/model.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace minfer {
@@ -38,6 +40,15 @@ KvCacheSpec Model::kv_cache_spec(GgmlType type, int64_t n_blocks) const {
         spec.layers.push_back(KvLayerShape{l.n_head_kv, l.head_dim_k, l.head_dim_v});
     spec.check();
     return spec;
+}
+
+int64_t Model::kv_window() const {
+    int64_t window = 0;
+    for (const LayerConfig& l : config_.layers) {
+        if (l.attn_window == 0) return 0;
+        window = std::max(window, l.attn_window);
+    }
+    return window;
 }
 
 uint64_t Model::n_params() const {

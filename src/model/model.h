@@ -31,9 +31,12 @@ class Model {
     const std::vector<LayerConfig>& layers() const { return config_.layers; }
 
     // The forward pass of a batch (see ModelGraph::record).
-    Graph record(BatchInputs in, int64_t kv_block_size) const {
-        return graph_->record(std::move(in), kv_block_size);
+    Graph record(BatchInputs in, int64_t kv_block_size, int64_t n_ctx) const {
+        return graph_->record(std::move(in), kv_block_size, n_ctx);
     }
+    // The sliding window every layer's attention shares (0 when a layer sees every earlier
+    // position): positions that far behind a sequence's end can be dropped from its cache.
+    int64_t kv_window() const;
     // The KV cache this model needs: one cache layer per block, n_blocks blocks of `type`.
     KvCacheSpec kv_cache_spec(GgmlType type, int64_t n_blocks) const;
 

@@ -27,7 +27,8 @@ Weight Weight::rows(int64_t begin, int64_t count) const {
     const std::size_t row = row_size(type, ne[0]);
     Weight w = *this;
     w.ne[1] = count;
-    w.data = data.subspan(static_cast<std::size_t>(begin) * row, static_cast<std::size_t>(count) * row);
+    w.data =
+        data.subspan(static_cast<std::size_t>(begin) * row, static_cast<std::size_t>(count) * row);
     return w;
 }
 
@@ -57,7 +58,8 @@ Weight WeightBinder::view(const TensorInfo& t) const {
     w.info = &t;
     w.type = t.type;
     w.n_dims = static_cast<int>(t.n_dims);
-    for (int d = 0; d < 4; ++d) w.ne[static_cast<std::size_t>(d)] = t.ne[static_cast<std::size_t>(d)];
+    for (int d = 0; d < 4; ++d)
+        w.ne[static_cast<std::size_t>(d)] = t.ne[static_cast<std::size_t>(d)];
     w.data = t.data;
     return w;
 }
@@ -79,6 +81,16 @@ Weight WeightBinder::tensor(const std::string& name, std::span<const int64_t> sh
     if (std::find(read_whole_.begin(), read_whole_.end(), t) == read_whole_.end())
         read_whole_.push_back(t);
     return view(*t);
+}
+
+Weight WeightBinder::experts(const std::string& name, int64_t n_cols, int64_t n_rows,
+                             int64_t n_expert, int64_t n_used) {
+    const int64_t shape[3] = {n_cols, n_rows, n_expert};
+    Weight w = tensor(name, shape);
+    // Read in part, not whole: tensor() listed it with the whole ones.
+    std::erase(read_whole_, w.info);
+    experts_.push_back(PartlyRead{w.info, n_used, n_expert});
+    return w;
 }
 
 Weight WeightBinder::matrix(const std::string& name, int64_t n_cols, int64_t n_rows,
@@ -118,6 +130,9 @@ Weight WeightBinder::embeddings(const std::string& name, int64_t n_embd, int64_t
 uint64_t WeightBinder::bytes_per_token() const {
     uint64_t n = 0;
     for (const TensorInfo* t : read_whole_) n += t->n_bytes;
+    for (const PartlyRead& e : experts_)
+        n +=
+            e.tensor->n_bytes / static_cast<uint64_t>(e.n_expert) * static_cast<uint64_t>(e.n_used);
     for (const TensorInfo* t : looked_up_) {
         const bool also_whole =
             std::find(read_whole_.begin(), read_whole_.end(), t) != read_whole_.end();

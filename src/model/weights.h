@@ -47,13 +47,18 @@ class WeightBinder {
     Weight matrix(const std::string& name, int64_t n_cols, int64_t n_rows, bool required = true);
     // An N-D tensor of the given shape (ne[0] first), any supported type (expert tensors).
     Weight tensor(const std::string& name, std::span<const int64_t> shape, bool required = true);
+    // A 3-D expert tensor [n_cols, n_rows, n_expert] of which a decoded token reads n_used
+    // matrices (the experts its router picks).
+    Weight experts(const std::string& name, int64_t n_cols, int64_t n_rows, int64_t n_expert,
+                   int64_t n_used);
     // A vector [n] of f32 (norm weights, biases, RoPE frequency factors).
     Weight vector(const std::string& name, int64_t n, bool required = true);
     // The embedding table [n_embd, n_vocab]: one row is read per token.
     Weight embeddings(const std::string& name, int64_t n_embd, int64_t n_vocab);
 
-    // Bytes of weights read to decode one token: every bound tensor once, the embedding table as
-    // one row unless it is also bound as a matrix (a tied output reads all of it).
+    // Bytes of weights read to decode one token: every bound tensor once, n_used of the n_expert
+    // matrices of an expert tensor, the embedding table as one row unless it is also bound as a
+    // matrix (a tied output reads all of it).
     uint64_t bytes_per_token() const;
 
   private:
@@ -63,6 +68,11 @@ class WeightBinder {
     const GgufFile& file_;
     std::vector<const TensorInfo*> read_whole_;  // every bound tensor read in full per token
     std::vector<const TensorInfo*> looked_up_;   // embedding tables: one row per token
+    struct PartlyRead {
+        const TensorInfo* tensor;
+        int64_t n_used, n_expert;
+    };
+    std::vector<PartlyRead> experts_;  // expert tensors: n_used of n_expert matrices per token
 };
 
 }  // namespace minfer

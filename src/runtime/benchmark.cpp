@@ -41,7 +41,7 @@ SequenceParams greedy(std::vector<int32_t> prompt) {
     return p;
 }
 
-double time_prompt(Engine& engine, const BenchTest& t, std::mt19937& rng) {
+BenchRun time_prompt(Engine& engine, const BenchTest& t, std::mt19937& rng) {
     const int64_t n_vocab = engine.model().hparams().n_vocab;
     std::vector<int32_t> tokens = random_tokens(t.n_depth, n_vocab, rng);
     std::optional<SeqId> depth;
@@ -62,14 +62,15 @@ double time_prompt(Engine& engine, const BenchTest& t, std::mt19937& rng) {
     run_until(engine, {id}, false);
     const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
     engine.release(id);
-    return ns;
+    return BenchRun{ns, 0};
 }
 
-double time_generation(Engine& engine, const BenchTest& t, std::mt19937& rng) {
+BenchRun time_generation(Engine& engine, const BenchTest& t, std::mt19937& rng) {
     const int64_t n_vocab = engine.model().hparams().n_vocab;
     std::vector<SeqId> ids;
     for (int64_t i = 0; i < t.n_parallel; ++i) {
-        SequenceParams p = greedy(random_tokens(std::max<int64_t>(1, t.n_depth + t.n_prompt), n_vocab, rng));
+        SequenceParams p =
+            greedy(random_tokens(std::max<int64_t>(1, t.n_depth + t.n_prompt), n_vocab, rng));
         // Enough that no sequence ends during the measured steps, whichever step each started
         // decoding in.
         p.n_predict = t.n_gen + t.n_depth + t.n_prompt + 2;
@@ -77,12 +78,16 @@ double time_generation(Engine& engine, const BenchTest& t, std::mt19937& rng) {
     }
     run_until(engine, ids, true);
     const auto start = Clock::now();
-    for (int64_t step = 0; step < t.n_gen; ++step) engine.step();
+    double bytes = 0;
+    for (int64_t step = 0; step < t.n_gen; ++step) {
+        engine.step();
+        bytes += static_cast<double>(engine.backend().weight_bytes_read());
+    }
     const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
     for (SeqId id : ids) engine.cancel(id);
     run_until(engine, ids, false);
     for (SeqId id : ids) engine.release(id);
-    return ns;
+    return BenchRun{ns, t.n_gen > 0 ? bytes / static_cast<double>(t.n_gen) : 0};
 }
 
 }  // namespace
@@ -98,7 +103,7 @@ int64_t bench_positions(const BenchTest& t) {
     return std::max<int64_t>(1, t.n_depth + t.n_prompt) + 2 * t.n_gen + t.n_depth + t.n_prompt + 2;
 }
 
-double run_bench_test(Engine& engine, const BenchTest& test, std::mt19937& rng) {
+BenchRun run_bench_test(Engine& engine, const BenchTest& test, std::mt19937& rng) {
     return test.n_gen > 0 ? time_generation(engine, test, rng) : time_prompt(engine, test, rng);
 }
 

@@ -18,11 +18,19 @@ struct BenchTest {
     int64_t n_parallel = 1;  // sequences decoding together (tg)
 };
 
-// Nanoseconds of the measured part of one run:
+struct BenchRun {
+    double ns = 0;  // the measured part
+    // tg: the weight bytes a measured step read, averaged over the steps (Backend::
+    // weight_bytes_read; a mixture of experts reads the experts its tokens picked); 0 for pp or
+    // a backend that does not count.
+    double weight_bytes_per_step = 0;
+};
+
+// The measured part of one run:
 //  pp: evaluating n_prompt tokens (in chunks of the engine's batch) after n_depth cached ones;
 //  tg: n_gen forward passes of one token for each of n_parallel sequences, once every sequence
 //      has evaluated its n_depth + n_prompt prompt tokens (at least one) and sampled.
-double run_bench_test(Engine& engine, const BenchTest& test, std::mt19937& rng);
+BenchRun run_bench_test(Engine& engine, const BenchTest& test, std::mt19937& rng);
 
 // Tokens the measured part evaluates (for tokens/s): n_prompt, or n_gen x n_parallel.
 int64_t bench_tokens(const BenchTest& test);

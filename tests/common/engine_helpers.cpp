@@ -40,7 +40,8 @@ std::vector<double> log_softmax(std::span<const float> logits) {
     for (const float v : logits) sum += std::exp(static_cast<double>(v) - max);
     const double log_sum = max + std::log(sum);
     std::vector<double> out(logits.size());
-    for (std::size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<double>(logits[i]) - log_sum;
+    for (std::size_t i = 0; i < logits.size(); ++i)
+        out[i] = static_cast<double>(logits[i]) - log_sum;
     return out;
 }
 
@@ -56,9 +57,13 @@ double max_logprob_difference(std::span<const float> a, std::span<const float> b
 
 const std::vector<std::string>& engine_fixture_models() {
     static const std::vector<std::string> models = {
-        "stories260K.gguf",     "tiny-llama-f16.gguf",  "tiny-llama-q8_0.gguf",
-        "tiny-llama-q4_0.gguf", "tiny-llama-q4_k_m.gguf", "tiny-qwen2-f16.gguf",
-        "tiny-qwen2-q8_0.gguf", "tiny-qwen2-q4_k_m.gguf", "tiny-qwen3-q8_0.gguf"};
+        "stories260K.gguf",       "tiny-llama-f16.gguf",    "tiny-llama-q8_0.gguf",
+        "tiny-llama-q4_0.gguf",   "tiny-llama-q4_k_m.gguf", "tiny-qwen2-f16.gguf",
+        "tiny-qwen2-q8_0.gguf",   "tiny-qwen2-q4_k_m.gguf", "tiny-qwen3-q8_0.gguf",
+        "tiny-gemma2-f16.gguf",   "tiny-gemma2-q8_0.gguf",  "tiny-gemma3-f16.gguf",
+        "tiny-gemma3-q8_0.gguf",  "tiny-phi3-f16.gguf",     "tiny-phi3-q8_0.gguf",
+        "tiny-mixtral-f16.gguf",  "tiny-mixtral-q8_0.gguf", "tiny-qwen3moe-f16.gguf",
+        "tiny-qwen3moe-q8_0.gguf"};
     return models;
 }
 

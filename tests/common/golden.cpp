@@ -6,6 +6,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/fixtures.h"
+
 namespace minfer::test {
 
 std::vector<int32_t> GoldenCase::all_tokens() const {
@@ -57,6 +59,17 @@ double max_logprob_deviation(const GoldenPosition& ref, std::span<const float> l
         worst = std::max(worst, std::abs(ours - theirs));
     }
     return worst;
+}
+
+double routing_tolerance(const Golden& golden) {
+    // "tiny-qwen3moe-f16.gguf" -> golden/tiny-qwen3moe-q8_0.json beside it.
+    const std::string& model = golden.model;
+    const auto dash = model.rfind('-');
+    if (dash == std::string::npos) return golden.tolerance();
+    const std::filesystem::path sibling =
+        fixture_path("golden/" + model.substr(0, dash) + "-q8_0.json");
+    if (!std::filesystem::exists(sibling)) return golden.tolerance();
+    return load_golden(sibling).tolerance();
 }
 
 std::string golden_name(const std::string& file) {

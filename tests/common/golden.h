@@ -40,9 +40,18 @@ Golden load_golden(const std::filesystem::path& path);
 
 // The golden files of the architectures minfer runs (the parity tests go over all of them).
 inline const std::vector<std::string> kRunnableGoldenFiles = {
-    "stories260K.json",     "tiny-llama-f16.json",    "tiny-llama-q8_0.json",
-    "tiny-llama-q4_0.json", "tiny-llama-q4_k_m.json", "tiny-qwen2-f16.json",
-    "tiny-qwen2-q8_0.json", "tiny-qwen2-q4_k_m.json", "tiny-qwen3-q8_0.json"};
+    "stories260K.json",       "tiny-llama-f16.json",    "tiny-llama-q8_0.json",
+    "tiny-llama-q4_0.json",   "tiny-llama-q4_k_m.json", "tiny-qwen2-f16.json",
+    "tiny-qwen2-q8_0.json",   "tiny-qwen2-q4_k_m.json", "tiny-qwen3-q8_0.json",
+    "tiny-gemma2-f16.json",   "tiny-gemma2-q8_0.json",  "tiny-gemma3-f16.json",
+    "tiny-gemma3-q8_0.json",  "tiny-phi3-f16.json",     "tiny-phi3-q8_0.json",
+    "tiny-mixtral-f16.json",  "tiny-mixtral-q8_0.json", "tiny-qwen3moe-f16.json",
+    "tiny-qwen3moe-q8_0.json"};
+
+// For a mixture-of-experts golden file: the tolerance of its family's q8_0 golden, whose
+// cross-engine figure measures what choosing other experts at router near-ties costs (the f16
+// golden's own tolerance if there is no q8_0 one).
+double routing_tolerance(const Golden& golden);
 
 // A test-name-safe name of a golden file: "tiny-llama-q4_0.json" -> "tiny_llama_q4_0".
 std::string golden_name(const std::string& file);

@@ -267,6 +267,121 @@ TEST(Continuation, AnEditedHistoryKeepsTheCommonPositionsOnly) {
     EXPECT_EQ(g2.result.tokens, g3.result.tokens);
 }
 
+// A model whose every layer has a sliding window (tiny-phi3: 64 positions) frees the blocks
+// behind it: a kept sequence of 207 positions holds 4 blocks of 16, not 13. Continuing it with
+// more tokens reuses every position; continuing it after an edit whose window reaches a freed
+// block (keys that are gone) starts the sequence over, and the prefix cache, which kept the freed
+// blocks it had registered, gives back the 12 whole blocks before the edit. Both give a fresh
+// evaluation's bits.
+TEST(SlidingWindow, ASequenceHoldsOnlyTheBlocksItsWindowReaches) {
+    MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-phi3-f16.gguf");
+    EngineOptions o = options(512);
+    o.n_ctx = 512;
+    auto t = test::make_engine(model_path, o);
+    ASSERT_EQ(t.model.model->kv_window(), 64);
+    const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
+    SequenceParams first = greedy(random_tokens(200, 21, n_vocab), 8);
+    first.keep = true;
+    const Generation g1 = generate(*t.engine, std::move(first), nullptr);
+    std::vector<int32_t> history(t.engine->cached_tokens(g1.id).begin(),
+                                 t.engine->cached_tokens(g1.id).end());
+    ASSERT_EQ(history.size(), 207u);  // the last sampled token is not evaluated
+    // The next position, 207, sees 144..207: blocks 9..12 are held, 0..8 freed.
+    EXPECT_EQ(t.engine->kv().pool().n_available(), 32 - 4);
+
+    SeqId kept = g1.id;
+    const auto more = random_tokens(5, 23, n_vocab);
+    for (const bool edit : {false, true}) {
+        SCOPED_TRACE(edit ? "edited at 200" : "appended");
+        std::vector<int32_t> prompt = history;
+        if (edit) prompt[200] = (prompt[200] + 1) % n_vocab;  // its window starts at 137
+        prompt.insert(prompt.end(), more.begin(), more.end());
+        SequenceParams again = greedy(prompt, 3);
+        again.continue_from = kept;
+        again.keep = true;
+        FirstRow continued;
+        continued.attach(again, static_cast<int64_t>(prompt.size()) - 1);
+        const Generation g2 = generate(*t.engine, std::move(again), nullptr);
+        kept = g2.id;
+        EXPECT_EQ(g2.result.stats.n_reused, edit ? 192 : 207);
+        history.assign(t.engine->cached_tokens(kept).begin(), t.engine->cached_tokens(kept).end());
+
+        auto fresh = test::make_engine(model_path, o);
+        SequenceParams reference_params = greedy(prompt, 3);
+        FirstRow reference;
+        reference.attach(reference_params, static_cast<int64_t>(prompt.size()) - 1);
+        const Generation g3 = generate(*fresh.engine, std::move(reference_params), nullptr);
+        EXPECT_TRUE(same_bits(continued.row, reference.row));
+        EXPECT_EQ(g2.result.tokens, g3.result.tokens);
+    }
+}
+
+// With a sliding window a sequence may grow past the pool: 7 blocks of 16 hold 112 positions,
+// and a sequence of 220 needs only the blocks its window of 64 reaches. It runs to its token
+// limit (not `cache`), and generates what it generates with a pool of 512 positions.
+TEST(SlidingWindow, ASequenceOutgrowsAPoolItsWindowFits) {
+    MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-phi3-q8_0.gguf");
+    EngineOptions small = options(7 * 16);
+    small.n_ctx = 512;
+    EngineOptions large = options(512);
+    large.n_ctx = 512;
+    auto a = test::make_engine(model_path, small);
+    auto b = test::make_engine(model_path, large);
+    const auto n_vocab = static_cast<int32_t>(a.model.model->hparams().n_vocab);
+    const auto prompt = random_tokens(20, 24, n_vocab);
+    const Generation ga = generate(*a.engine, greedy(prompt, 200), nullptr);
+    const Generation gb = generate(*b.engine, greedy(prompt, 200), nullptr);
+    EXPECT_EQ(ga.result.stop, StopReason::MaxTokens);
+    EXPECT_EQ(ga.result.tokens.size(), 200u);
+    EXPECT_EQ(ga.result.tokens, gb.result.tokens);
+}
+
+// A model with global layers (gemma2: every other layer sees everything) frees nothing.
+TEST(SlidingWindow, ModelsWithGlobalLayersKeepEveryBlock) {
+    MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-gemma2-q8_0.gguf");
+    EngineOptions o = options(512);
+    o.n_ctx = 512;
+    auto t = test::make_engine(model_path, o);
+    EXPECT_EQ(t.model.model->kv_window(), 0);
+    const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
+    SequenceParams p = greedy(random_tokens(200, 22, n_vocab), 1);
+    p.keep = true;
+    generate(*t.engine, std::move(p), nullptr);
+    EXPECT_EQ(t.engine->kv().pool().n_available(), 32 - 13);  // 200 positions: 13 blocks
+}
+
+// The CPU backend counts the weight bytes a step reads: one token of a mixture of experts reads
+// exactly what Model::bytes_per_token says (k of the n experts per layer), two tokens that pick
+// different experts read more, never more than all of them.
+TEST(WeightBytesRead, ADecodeStepReadsTheExpertsItsTokensPicked) {
+    MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-mixtral-q8_0.gguf");
+    auto t = test::make_engine(model_path, options(512));
+    const Model& model = *t.model.model;
+    const auto n_vocab = static_cast<int32_t>(model.hparams().n_vocab);
+    SequenceParams p = greedy(random_tokens(5, 31, n_vocab), 2);
+    const SeqId one = t.engine->submit(std::move(p));
+    t.engine->step();  // the prompt
+    t.engine->step();  // one token decoded
+    EXPECT_EQ(t.engine->backend().weight_bytes_read(), model.bytes_per_token());
+    while (t.engine->busy()) t.engine->step();
+    t.engine->release(one);
+
+    uint64_t all_experts = 0, rest = 0;
+    for (const TensorInfo* info : model.file().tensors()) {
+        if (info->name.find("_exps.") != std::string::npos) {
+            all_experts += info->n_bytes;
+        } else if (info->name != "token_embd.weight") {
+            rest += info->n_bytes;
+        }
+    }
+    for (int i = 0; i < 2; ++i) t.engine->submit(greedy(random_tokens(5, 40 + i, n_vocab), 2));
+    t.engine->step();
+    t.engine->step();  // both decode in this step
+    const uint64_t two = t.engine->backend().weight_bytes_read();
+    EXPECT_GE(two, model.bytes_per_token());
+    EXPECT_LE(two, rest + all_experts + 2 * 256 * 34 / 32);  // + two embedding rows (q8_0)
+}
+
 // --prefill-chunk: while a sequence decodes, a waiting prompt advances by at most that many
 // tokens a step (its own first step is not limited: nobody else decodes then).
 TEST(PrefillChunk, LimitsPromptTokensWhileOthersDecode) {

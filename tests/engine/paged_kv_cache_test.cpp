@@ -697,6 +697,90 @@ TEST(PagedKvCache, BlocksNeededIsWhatReserveTakes) {
     check(a, 1, 1);  // a's first block is registered: copy
 }
 
+// ---- sliding windows ----
+
+// Blocks of 4, a window of 6: after each position is written, the blocks wholly before the next
+// position's window [length - 5, length] are freed, back to the pool (registered ones to the
+// prefix cache, still available).
+TEST(PagedKvCache, WindowFreesTheBlocksBehindIt) {
+    PagedKvCache kv(8, 4, 6);
+    EXPECT_EQ(kv.window(), 6);
+    const SeqId s = kv.add();
+    for (int32_t pos = 0; pos < 30; ++pos) {
+        write(kv, s, {pos});
+        const int64_t length = pos + 1;
+        const int64_t freed = std::max<int64_t>(0, length - 5) / 4;
+        const Tokens table = table_of(kv, s);
+        for (int64_t b = 0; b < static_cast<int64_t>(table.size()); ++b)
+            EXPECT_EQ(table[static_cast<std::size_t>(b)] == PagedKvCache::kFreed, b < freed)
+                << "block " << b << " at length " << length;
+        EXPECT_EQ(kv.blocks_held(s), static_cast<int64_t>(table.size()) - freed);
+        EXPECT_LE(kv.blocks_held(s), 3);  // 6 positions span at most 3 blocks of 4
+        EXPECT_EQ(kv.pool().n_available(), 8 - kv.blocks_held(s));
+    }
+    EXPECT_EQ(kv.length(s), 30);  // the tokens are all still known
+    EXPECT_THROW(kv.slot(s, 3), UsageError);
+    EXPECT_NO_THROW(kv.slot(s, 29));
+    kv.remove(s);
+    EXPECT_EQ(kv.pool().n_available(), 8);
+}
+
+// Without a window nothing is freed (a model with a global attention layer).
+TEST(PagedKvCache, NoWindowFreesNothing) {
+    PagedKvCache kv(8, 4);
+    const SeqId s = sequence_with(kv, iota_tokens(0, 30));
+    EXPECT_EQ(kv.blocks_held(s), 8);
+    for (const int32_t b : kv.block_table(s)) EXPECT_NE(b, PagedKvCache::kFreed);
+}
+
+// Truncating to a length whose window reaches a freed block cannot keep anything (those keys
+// cannot be recomputed from what is left): the sequence is emptied. Truncating within the live
+// window keeps what was asked.
+TEST(PagedKvCache, TruncateIntoTheFreedPartEmptiesTheSequence) {
+    PagedKvCache kv(8, 4, 6);
+    const SeqId s = sequence_with(kv, iota_tokens(0, 20));  // blocks 0..2 freed (window 15..20)
+    EXPECT_EQ(kv.truncate(s, 18), 18);                      // 18's window starts at 13, in block 3
+    EXPECT_EQ(kv.length(s), 18);
+    EXPECT_EQ(kv.truncate(s, 16), 0);  // 16's window starts at 11, in freed block 2
+    EXPECT_EQ(kv.length(s), 0);
+    EXPECT_TRUE(kv.block_table(s).empty());
+    EXPECT_EQ(kv.pool().n_available(), 8);
+    write(kv, s, iota_tokens(0, 3));  // and it can start again
+    EXPECT_EQ(kv.length(s), 3);
+}
+
+// A fork shares only the blocks its source still holds.
+TEST(PagedKvCache, ForkOfAWindowedSequenceSharesTheHeldBlocks) {
+    PagedKvCache kv(10, 4, 6);
+    const SeqId s = sequence_with(kv, iota_tokens(0, 22));
+    const SeqId f = kv.fork(s);
+    EXPECT_EQ(table_of(kv, f), table_of(kv, s));
+    for (const int32_t b : kv.block_table(s)) {
+        if (b != PagedKvCache::kFreed) {
+            EXPECT_EQ(kv.pool().references(b), 2);
+        }
+    }
+    write(kv, f, {100, 101, 102, 103});
+    kv.remove(s);
+    kv.remove(f);
+    EXPECT_EQ(kv.pool().n_available(), 10);
+}
+
+// The prefix cache: blocks registered before the window freed them stay findable; a block whose
+// parent was freed is not registered (the freed parent may hold other content by now), so a
+// prompt finds the chain up to there and computes the rest.
+TEST(PagedKvCache, PrefixCacheChainEndsWhereTheWindowFreedAParent) {
+    PagedKvCache kv(16, 4, 2);
+    const Tokens prompt = iota_tokens(0, 16);
+    const SeqId s = kv.add();
+    for (const int32_t t : prompt) write(kv, s, {t});  // one position at a time
+    // Block 0 was registered when full (length 4) and freed at length 7; block 1 filled at length
+    // 8, after its parent was freed: not registered, nor anything after it.
+    int64_t n = -1;
+    attached(kv, prompt, 16, &n);
+    EXPECT_EQ(n, 4);
+}
+
 // ---- randomized: every position's content, after thousands of random operations ----
 
 // What the random test tracks for the cache under test. Every position of every block holds
@@ -716,9 +800,11 @@ TEST(PagedKvCache, BlocksNeededIsWhatReserveTakes) {
 // - attach_cached_prefix takes whole blocks of the prompt, below the limit.
 class RandomKvRun {
   public:
-    RandomKvRun(int32_t n_blocks, int64_t block_size, int32_t alphabet, unsigned seed)
-        : kv_(n_blocks, block_size),
+    RandomKvRun(int32_t n_blocks, int64_t block_size, int32_t alphabet, unsigned seed,
+                int64_t window = 0)
+        : kv_(n_blocks, block_size, window),
           b_(block_size),
+          window_(window),
           alphabet_(alphabet),
           rng_(seed),
           content_(static_cast<std::size_t>(n_blocks),
@@ -757,6 +843,7 @@ class RandomKvRun {
     int64_t prefix_hits() const { return kv_.prefix_hits(); }
     int64_t copies_seen() const { return copies_seen_; }
     int64_t failed_reserves() const { return failed_reserves_; }
+    int64_t freed_seen() const { return freed_seen_; }
 
   private:
     static constexpr int32_t kGarbage = -1;  // no defined content
@@ -868,8 +955,10 @@ class RandomKvRun {
             ++common;
         note("continue s" + std::to_string(s) + " from " + std::to_string(common) + " prompt " +
              str(prompt));
-        kv_.truncate(s, static_cast<int64_t>(common));
-        seqs_[s].resize(common);
+        const int64_t freed = freed_blocks(s);
+        const int64_t kept = kv_.truncate(s, static_cast<int64_t>(common));
+        check_truncated(static_cast<int64_t>(common), freed, kept);
+        seqs_[s].resize(static_cast<std::size_t>(kept));
         admit(s, prompt);
     }
 
@@ -953,8 +1042,30 @@ class RandomKvRun {
         if (pick(3) == 0) n -= n % b_;  // often exactly at a block boundary
         note("truncate s" + std::to_string(s) + " " + std::to_string(t.size()) + " -> " +
              std::to_string(n));
-        kv_.truncate(s, n);
-        t.resize(static_cast<std::size_t>(n));
+        const int64_t freed = freed_blocks(s);
+        const int64_t kept = kv_.truncate(s, n);
+        check_truncated(n, freed, kept);
+        t.resize(static_cast<std::size_t>(kept));
+    }
+
+    // truncate keeps what was asked, unless the window had freed a block that position n would
+    // attend to (`freed` blocks before the call): then nothing.
+    void check_truncated(int64_t asked, int64_t freed, int64_t kept) {
+        const int64_t first = window_ > 0 ? std::max<int64_t>(0, asked - window_ + 1) : 0;
+        const bool lost = asked > 0 && first / b_ < freed;
+        if (kept != (lost ? 0 : asked))
+            fail("truncate to " + std::to_string(asked) + " kept " + std::to_string(kept));
+        if (kept != asked) note("  kept " + std::to_string(kept));
+    }
+
+    // Leading block-table entries the window freed.
+    int64_t freed_blocks(SeqId s) const {
+        int64_t n = 0;
+        for (const int32_t block : kv_.block_table(s)) {
+            if (block != PagedKvCache::kFreed) break;
+            ++n;
+        }
+        return n;
     }
 
     // New tokens: often the continuation of another sequence that shares this one's tokens, so
@@ -1068,6 +1179,16 @@ class RandomKvRun {
         }
         kv_.commit(s, tokens);
         seqs_[s] = after;
+        // Exactly the blocks wholly before the next position's window are freed.
+        if (window_ > 0) {
+            const int64_t first =
+                std::max<int64_t>(0, static_cast<int64_t>(after.size()) - window_ + 1);
+            freed_seen_ = std::max(freed_seen_, freed_blocks(s));
+            if (freed_blocks(s) != first / b_)
+                fail("s" + std::to_string(s) + " of length " + std::to_string(after.size()) +
+                     " has " + std::to_string(freed_blocks(s)) + " freed blocks, expected " +
+                     std::to_string(first / b_));
+        }
         return true;
     }
 
@@ -1082,16 +1203,25 @@ class RandomKvRun {
             const Tokens table = table_of(kv_, s);
             if (static_cast<int64_t>(table.size()) * b_ < static_cast<int64_t>(expected.size()))
                 return fail("s" + std::to_string(s) + " has too few blocks");
-            for (const int32_t block : table) {
+            // Freed entries: a prefix of the table, none that the next position attends to.
+            const int64_t freed = freed_blocks(s);
+            const int64_t first_needed =
+                window_ > 0
+                    ? std::max<int64_t>(0, static_cast<int64_t>(expected.size()) - window_ + 1)
+                    : 0;
+            if (freed > first_needed / b_)
+                return fail("s" + std::to_string(s) + " freed a block its window needs");
+            Tokens held(table.begin() + freed, table.end());
+            for (const int32_t block : held) {
                 if (block < 0 || block >= pool.n_blocks()) return fail("bad block id");
                 ++count[static_cast<std::size_t>(block)];
             }
-            Tokens sorted = table;
+            Tokens sorted = held;
             std::sort(sorted.begin(), sorted.end());
             if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
                 return fail("s" + std::to_string(s) + " holds a block twice");
             const std::vector<int32_t> nodes = prefix_nodes(expected);
-            for (std::size_t pos = 0; pos < expected.size(); ++pos) {
+            for (auto pos = static_cast<std::size_t>(freed * b_); pos < expected.size(); ++pos) {
                 const int32_t block = table[pos / static_cast<std::size_t>(b_)];
                 if (content(block)[pos % static_cast<std::size_t>(b_)] != nodes[pos])
                     return fail("s" + std::to_string(s) + " position " + std::to_string(pos) +
@@ -1126,6 +1256,7 @@ class RandomKvRun {
 
     PagedKvCache kv_;
     int64_t b_;
+    int64_t window_;
     int32_t alphabet_;
     std::mt19937 rng_;
     std::map<SeqId, Tokens> seqs_;                // the expected tokens of each live sequence
@@ -1138,6 +1269,7 @@ class RandomKvRun {
     int64_t hits_ = 0;
     int64_t copies_seen_ = 0;
     int64_t failed_reserves_ = 0;
+    int64_t freed_seen_ = 0;  // the most blocks a sequence had freed
 };
 
 // Thousands of random add/attach/fork/remove/truncate/reserve/write operations on small pools
@@ -1166,6 +1298,40 @@ TEST(PagedKvCache, RandomOperationsKeepEveryPositionsContent) {
                 EXPECT_GT(run.copies_seen(), 0);
             }
             EXPECT_GT(run.failed_reserves(), 0);
+        }
+    }
+}
+
+// The same with a sliding window over every layer: blocks behind the window are freed as
+// sequences grow, and every position a sequence's next token can see keeps its content.
+TEST(PagedKvCache, RandomOperationsWithASlidingWindow) {
+    struct Config {
+        int32_t n_blocks;
+        int64_t block_size;
+        int32_t alphabet;
+        int64_t window;
+    };
+    // Pools small enough that reserves still fail (a sequence holds only its window's blocks).
+    const Config configs[] = {
+        {5, 1, 2, 3}, {6, 2, 2, 1}, {8, 3, 2, 5}, {8, 4, 3, 6}, {10, 4, 3, 13}};
+    for (const Config& config : configs) {
+        for (unsigned seed = 1; seed <= 3; ++seed) {
+            RandomKvRun run(config.n_blocks, config.block_size, config.alphabet, seed,
+                            config.window);
+            for (int op = 0; op < 3000; ++op) {
+                if (!run.step()) {
+                    FAIL() << "block size " << config.block_size << ", seed " << seed
+                           << ", operation " << op << ": " << run.report();
+                }
+            }
+            // The run must have exercised what it checks (with blocks of one position, every
+            // block is full as soon as written: nothing is ever copied).
+            EXPECT_GT(run.prefix_hits(), 0);
+            if (config.block_size > 1) {
+                EXPECT_GT(run.copies_seen(), 0);
+            }
+            EXPECT_GT(run.failed_reserves(), 0);
+            EXPECT_GT(run.freed_seen(), 1);
         }
     }
 }

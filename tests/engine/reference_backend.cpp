@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numbers>
+#include <numeric>
 #include <vector>
 
 #include "core/error.h"
@@ -152,6 +154,18 @@ class ReferenceBackend final : public Backend {
                 return add(op);
             case OpType::SelectRows:
                 return select_rows(op, in);
+            case OpType::GeGlu:
+                return geglu(op);
+            case OpType::Scale:
+                return scale(op);
+            case OpType::SoftCap:
+                return softcap(op);
+            case OpType::MoeRoute:
+                return moe_route(op);
+            case OpType::MoeMatMul:
+                return moe_matmul(op);
+            case OpType::MoeCombine:
+                return moe_combine(op);
         }
         throw UsageError("reference backend: unknown op type");
     }
@@ -211,8 +225,9 @@ class ReferenceBackend final : public Backend {
     }
 
     // dst [rows][n_heads][head_dim]: pair i (of n_dims / 2) of every head rotates by the angle
-    // position * freq_scale * freq_base^(-2i / n_dims) / factor[i]. Normal style pairs values
-    // (2i, 2i + 1), neox style (i, i + n_dims / 2); values from n_dims on stay.
+    // position * freq_scale * freq_base^(-2i / n_dims) / factor[i] and is multiplied by
+    // attn_factor. Normal style pairs values (2i, 2i + 1), neox style (i, i + n_dims / 2); values
+    // from n_dims on stay.
     void rope(const Op& op, const BatchInputs& in) {
         const RopeParams& p = op.rope;
         const int64_t half = p.n_dims / 2;
@@ -227,7 +242,8 @@ class ReferenceBackend final : public Backend {
                              -2.0 * static_cast<double>(i) / static_cast<double>(p.n_dims));
                 const double angle =
                     pos * p.freq_scale * freq / factors[static_cast<std::size_t>(i)];
-                const double c = std::cos(angle), s = std::sin(angle);
+                const double c = std::cos(angle) * p.attn_factor,
+                             s = std::sin(angle) * p.attn_factor;
                 for (int64_t h = 0; h < n_heads; ++h) {
                     float* v = buf(op.dst) + t * op.width + h * op.head_dim;
                     const int64_t a = p.style == RopeStyle::kNormal ? 2 * i : i;
@@ -312,6 +328,99 @@ class ReferenceBackend final : public Backend {
         for (int64_t i = 0; i < op.rows * op.width; ++i) {
             const double g = gate[i];
             gate[i] = static_cast<float>(g / (1.0 + std::exp(-g)) * up[i]);
+        }
+    }
+
+    // dst [rows][width] = gelu(dst) * src0, GELU's tanh approximation.
+    void geglu(const Op& op) {
+        float* gate = buf(op.dst);
+        const float* up = buf(op.src0);
+        for (int64_t i = 0; i < op.rows * op.width; ++i) {
+            const double g = gate[i];
+            const double gelu =
+                0.5 * g *
+                (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (g + 0.044715 * g * g * g)));
+            gate[i] = static_cast<float>(gelu * up[i]);
+        }
+    }
+
+    // dst [rows][width] *= factor.
+    void scale(const Op& op) {
+        for (int64_t i = 0; i < op.rows * op.width; ++i) buf(op.dst)[i] *= op.factor;
+    }
+
+    // dst [rows][width] = factor * tanh(dst / factor).
+    void softcap(const Op& op) {
+        for (int64_t i = 0; i < op.rows * op.width; ++i) {
+            const double x = buf(op.dst)[i];
+            buf(op.dst)[i] = static_cast<float>(op.factor * std::tanh(x / op.factor));
+        }
+    }
+
+    // dst [rows][2k]: the k experts of the highest router probability (softmax of src0 [rows]
+    // [n_expert]), highest first, then their probabilities divided by their sum.
+    void moe_route(const Op& op) {
+        const int64_t n_expert = op.moe.n_expert, k = op.moe.n_used;
+        for (int64_t t = 0; t < op.rows; ++t) {
+            const float* logits = buf(op.src0) + t * n_expert;
+            const double max = *std::max_element(logits, logits + n_expert);
+            std::vector<double> p(static_cast<std::size_t>(n_expert));
+            for (int64_t e = 0; e < n_expert; ++e)
+                p[static_cast<std::size_t>(e)] = std::exp(logits[e] - max);
+            std::vector<int64_t> order(static_cast<std::size_t>(n_expert));
+            std::iota(order.begin(), order.end(), 0);
+            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+                return p[static_cast<std::size_t>(a)] > p[static_cast<std::size_t>(b)];
+            });
+            double picked = 0.0;
+            for (int64_t j = 0; j < k; ++j) picked += p[static_cast<std::size_t>(order[j])];
+            float* out = buf(op.dst) + t * op.width;
+            for (int64_t j = 0; j < k; ++j) {
+                out[j] = static_cast<float>(order[static_cast<std::size_t>(j)]);
+                out[k + j] = static_cast<float>(p[static_cast<std::size_t>(order[j])] / picked);
+            }
+        }
+    }
+
+    // dst [rows][k][width]: slot j of token t = x · (matrix expert(t, j) of the 3-D weight)^T,
+    // x = src0 row t, or its slot j with moe.per_slot_input.
+    void moe_matmul(const Op& op) {
+        const Weight& w = *op.weight;
+        const int64_t k = op.moe.n_used, n_in = w.ne[0], n_out = w.ne[1];
+        const float* route = buf(op.src1);
+        for (int64_t e = 0; e < op.moe.n_expert; ++e) {
+            std::vector<std::pair<int64_t, int64_t>> picked;  // (token, slot)
+            for (int64_t t = 0; t < op.rows; ++t)
+                for (int64_t j = 0; j < k; ++j)
+                    if (static_cast<int64_t>(route[t * 2 * k + j]) == e) picked.emplace_back(t, j);
+            if (picked.empty()) continue;
+            const Weight m = w.matrix(e);
+            for (int64_t r = 0; r < n_out; ++r) {
+                const std::vector<float> row = weight_row(m, r);
+                for (const auto& [t, j] : picked) {
+                    const float* x =
+                        buf(op.src0) + (op.moe.per_slot_input ? (t * k + j) * n_in : t * n_in);
+                    double dot = 0.0;
+                    for (int64_t c = 0; c < n_in; ++c)
+                        dot += static_cast<double>(row[static_cast<std::size_t>(c)]) * x[c];
+                    buf(op.dst)[(t * k + j) * n_out + r] = static_cast<float>(dot);
+                }
+            }
+        }
+    }
+
+    // dst [rows][width] = sum over slots of weight(t, j) * src0[t][j].
+    void moe_combine(const Op& op) {
+        const int64_t k = op.moe.n_used;
+        for (int64_t t = 0; t < op.rows; ++t) {
+            const float* route = buf(op.src1) + t * 2 * k;
+            for (int64_t i = 0; i < op.width; ++i) {
+                double sum = 0.0;
+                for (int64_t j = 0; j < k; ++j)
+                    sum += static_cast<double>(route[k + j]) *
+                           buf(op.src0)[(t * k + j) * op.width + i];
+                buf(op.dst)[t * op.width + i] = static_cast<float>(sum);
+            }
         }
     }
 

@@ -2,8 +2,10 @@
 // the answers of the CPU backend. Since it reads nothing but the graph, this shows that the graph
 // (model/graph.h) describes the whole forward pass.
 //
-// - On f32 weights with an f32 cache, where the CPU backend rounds nothing, the two agree to 1e-3
-//   over the whole vocabulary (one model of each architecture: llama, qwen2, qwen3).
+// - On f32 weights with an f32 cache, where the CPU backend rounds nothing (but Gemma's GELU,
+//   taken from ggml's f16 table: 5e-3 there), the two agree to 1e-3 over the whole vocabulary (one
+//   model of each architecture: llama, qwen2, qwen3, gemma2, gemma3, phi3, Mixtral-style llama,
+//   qwen3moe).
 // - On every golden fixture model, prompts prefilled in micro-batches of 7 through the paged KV
 //   cache, f16, f32 and q8_0 caches: the reference backend agrees with the CPU backend and with
 //   llama.cpp's golden logits within the golden tolerance. There the CPU backend follows ggml's
@@ -108,11 +110,16 @@ TEST_P(ReferenceBackendExact, AgreesWithTheCpuBackendOnF32WeightsAndCache) {
     const std::vector<int32_t> tokens = golden.cases.front().all_tokens();
     const test::LogitRows ours = test::evaluate_all(*reference.engine, tokens);
     const test::LogitRows theirs = test::evaluate_all(*cpu.engine, tokens);
+    // One rounding is left on this path: Gemma's GELU, which the CPU backend takes from ggml's
+    // f16 table as llama.cpp does (2^-11 relative per activation; with an exact GELU in its place
+    // the two backends agree to 6e-6 on both Gemma models).
+    const bool gelu_table = cpu.model.model->layers()[0].ffn_act == FfnActivation::kGeluTanh;
+    const double bound = gelu_table ? 5e-3 : 1e-3;
     double worst = 0;
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         const double d = test::max_logprob_difference(ours[i], theirs[i]);
         worst = std::max(worst, d);
-        EXPECT_LE(d, 1e-3) << "position " << i;
+        EXPECT_LE(d, bound) << "position " << i;
     }
     std::printf(
         "reference exact %-24s f32 weights, f32 cache: max |dlogprob| vs cpu %.2e over "
@@ -120,12 +127,12 @@ TEST_P(ReferenceBackendExact, AgreesWithTheCpuBackendOnF32WeightsAndCache) {
         golden.model.c_str(), worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Golden, ReferenceBackendExact,
-                         testing::Values("stories260K.json", "tiny-llama-q8_0.json",
-                                         "tiny-qwen2-q8_0.json", "tiny-qwen3-q8_0.json"),
-                         [](const testing::TestParamInfo<std::string>& p) {
-                             return test::golden_name(p.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Golden, ReferenceBackendExact,
+    testing::Values("stories260K.json", "tiny-llama-q8_0.json", "tiny-qwen2-q8_0.json",
+                    "tiny-qwen3-q8_0.json", "tiny-gemma2-q8_0.json", "tiny-gemma3-q8_0.json",
+                    "tiny-phi3-q8_0.json", "tiny-mixtral-q8_0.json", "tiny-qwen3moe-q8_0.json"),
+    [](const testing::TestParamInfo<std::string>& p) { return test::golden_name(p.param); });
 
 struct ParityParam {
     std::string golden;  // file name under fixtures/golden
@@ -187,6 +194,9 @@ std::vector<ParityParam> parity_params() {
     params.push_back({"tiny-qwen2-f16.json", GgmlType::F32, 2});
     params.push_back({"tiny-llama-q8_0.json", GgmlType::Q8_0, 2});
     params.push_back({"tiny-qwen3-q8_0.json", GgmlType::Q8_0, 2});
+    params.push_back({"tiny-gemma3-f16.json", GgmlType::F32, 2});
+    params.push_back({"tiny-phi3-q8_0.json", GgmlType::Q8_0, 2});
+    params.push_back({"tiny-mixtral-q8_0.json", GgmlType::Q8_0, 2});
     return params;
 }
 
@@ -271,7 +281,8 @@ TEST_P(ReferenceBackendBatch, BatchedSequencesMatchEachAloneOnTheCpuBackend) {
 
 INSTANTIATE_TEST_SUITE_P(Golden, ReferenceBackendBatch,
                          testing::Values("stories260K.json", "tiny-qwen2-q8_0.json",
-                                         "tiny-qwen3-q8_0.json"),
+                                         "tiny-qwen3-q8_0.json", "tiny-gemma2-q8_0.json",
+                                         "tiny-phi3-q8_0.json", "tiny-qwen3moe-q8_0.json"),
                          [](const testing::TestParamInfo<std::string>& p) {
                              return test::golden_name(p.param);
                          });

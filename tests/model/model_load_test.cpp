@@ -51,7 +51,7 @@ Graph one_token_graph(const Model& model) {
     in.table_begin = {0, 1};
     in.table_blocks = {0};
     in.output_rows = {0};
-    return model.record(std::move(in), kKvBlockSize);
+    return model.record(std::move(in), kKvBlockSize, 512);
 }
 
 const Op& find_op(const Graph& g, int layer, std::string_view label) {
@@ -102,7 +102,8 @@ TEST(ModelLoad, TiedOutputUsesTheEmbedding) {
 
 TEST(ModelLoad, UnknownArchitectureListsTheSupportedOnes) {
     expect_load_error(spec_with([](TinyModelSpec& s) { s.architecture = "gemma"; }),
-                      "architecture 'gemma' is not supported (supported: llama, qwen2, qwen3)");
+                      "architecture 'gemma' is not supported (supported: llama, qwen2, qwen3, "
+                      "qwen3moe, gemma2, gemma3, phi3)");
 }
 
 TEST(ModelLoad, MissingRequiredKey) {

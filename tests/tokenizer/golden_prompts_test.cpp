@@ -55,18 +55,20 @@ TEST_P(GoldenFile, GeneratedTextMatchesStreamingDecoder) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, GoldenFile,
-                         ::testing::Values("stories260K", "tiny-llama-f16", "tiny-llama-q4_0",
-                                           "tiny-llama-q4_k_m", "tiny-llama-q8_0", "tiny-qwen2-f16",
-                                           "tiny-qwen2-q4_k_m", "tiny-qwen2-q8_0",
-                                           "tiny-qwen3-q8_0"),
-                         [](const auto& param_info) {
-                             std::string name = param_info.param;
-                             for (char& ch : name) {
-                                 if (ch == '-') ch = '_';
-                             }
-                             return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Models, GoldenFile,
+    ::testing::Values("stories260K", "tiny-llama-f16", "tiny-llama-q4_0", "tiny-llama-q4_k_m",
+                      "tiny-llama-q8_0", "tiny-qwen2-f16", "tiny-qwen2-q4_k_m", "tiny-qwen2-q8_0",
+                      "tiny-qwen3-q8_0", "tiny-gemma2-f16", "tiny-gemma2-q8_0", "tiny-gemma3-f16",
+                      "tiny-gemma3-q8_0", "tiny-phi3-f16", "tiny-phi3-q8_0", "tiny-mixtral-f16",
+                      "tiny-mixtral-q8_0", "tiny-qwen3moe-f16", "tiny-qwen3moe-q8_0"),
+    [](const auto& param_info) {
+        std::string name = param_info.param;
+        for (char& ch : name) {
+            if (ch == '-') ch = '_';
+        }
+        return name;
+    });
 
 }  // namespace
 }  // namespace minfer::test

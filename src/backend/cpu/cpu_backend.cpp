@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_attention.h"
+#include "backend/cpu/cpu_moe.h"
 #include "backend/cpu/kv_pool.h"
 #include "backend/cpu/packed_weights.h"
 #include "core/error.h"
@@ -67,6 +69,9 @@ class CpuBackend final : public Backend {
     std::string_view name() const override { return "cpu"; }
     std::span<const float> logits() const override { return logits_view_; }
     std::size_t kv_cache_bytes() const override { return kv_.bytes(); }
+    uint64_t weight_bytes_read() const override {
+        return static_weight_bytes_ + moe_workspace_.expert_bytes;
+    }
     std::size_t weight_copy_bytes() const override { return packed_.bytes(); }
 
     void prepare(const Graph& g) override {
@@ -74,12 +79,20 @@ class CpuBackend final : public Backend {
         std::vector<WeightMatrix> matrices;
         for (const Op& op : g.ops) {
             if (op.type == OpType::MatMul) matrices.push_back(matrix_of(*op.weight));
+            // Experts: every 2-D slice of the 3-D tensor, each its own copy (a token reads k).
+            if (op.type == OpType::MoeMatMul) {
+                for (int64_t e = 0; e < op.weight->ne[2]; ++e)
+                    matrices.push_back(matrix_of(op.weight->matrix(e)));
+            }
         }
         packed_.prepare(matrices, pool_);
     }
     std::size_t scratch_bytes() const override {
         std::size_t n = scratch_.capacity();
         for (const auto& b : buffers_) n += b.capacity() * sizeof(float);
+        n += moe_workspace_.scratch.capacity() +
+             (moe_workspace_.x_sorted.capacity() + moe_workspace_.y_sorted.capacity()) *
+                 sizeof(float);
         return n;
     }
     void copy_kv_block(int32_t from, int32_t to, int64_t n_positions) override {
@@ -112,6 +125,8 @@ class CpuBackend final : public Backend {
                         barrier.arrive_and_wait();
                     }
                     jobs_[i]->run_phase(1, thread, n_threads);
+                } else if (moe_[i]) {
+                    run_moe(*moe_[i], barrier, thread, n_threads);
                 } else if (!serial_[i] || thread == 0) {
                     run(op, g, thread, serial_[i] ? 1 : n_threads);
                 }
@@ -167,10 +182,13 @@ class CpuBackend final : public Backend {
     }
 
     // Creates the matmul jobs (validating them), binds them to one scratch region (they run one
-    // after another) and decides which ops thread 0 runs alone.
+    // after another), plans the expert matmuls and decides which ops thread 0 runs alone.
     void plan(const Graph& g) {
         jobs_.assign(g.ops.size(), std::nullopt);
+        moe_.assign(g.ops.size(), std::nullopt);
         serial_.assign(g.ops.size(), false);
+        static_weight_bytes_ = weight_bytes_without_experts(g);
+        moe_workspace_.expert_bytes = 0;
         std::size_t scratch = 0;
         const MatmulMode mode =
             options_.batch_invariant ? MatmulMode::kBatchInvariant : MatmulMode::kGemvForOneToken;
@@ -180,6 +198,9 @@ class CpuBackend final : public Backend {
                 jobs_[i].emplace(packed_.attach(matrix_of(*op.weight)), buf(op.src0), op.rows,
                                  buf(op.dst), pool_.size(), mode);
                 scratch = std::max(scratch, jobs_[i]->scratch_bytes());
+            } else if (op.type == OpType::MoeMatMul) {
+                moe_[i].emplace(op, buf(op.src0), buf(op.src1), buf(op.dst), pool_.size(), mode,
+                                moe_workspace_, packed_);
             } else {
                 serial_[i] = is_serial(op);
             }
@@ -198,6 +219,34 @@ class CpuBackend final : public Backend {
         }
     }
 
+    // What the graph's ops read of the weights, but the experts (counted as they are bound).
+    static uint64_t weight_bytes_without_experts(const Graph& g) {
+        uint64_t n = 0;
+        for (const Op& op : g.ops) {
+            if (op.weight == nullptr || !*op.weight || op.type == OpType::MoeMatMul) continue;
+            if (op.type == OpType::GetRows) {
+                n +=
+                    row_size(op.weight->type, op.weight->n_cols()) * static_cast<uint64_t>(op.rows);
+            } else {
+                n += op.weight->data.size();
+            }
+        }
+        return n;
+    }
+
+    // The phases of an expert matmul (cpu_moe.h), a barrier between each two.
+    static void run_moe(MoeMatmul& moe, SpinBarrier& barrier, int thread, int n_threads) {
+        if (thread == 0) moe.prepare();
+        barrier.arrive_and_wait();
+        moe.gather(thread, n_threads);
+        barrier.arrive_and_wait();
+        moe.convert(thread, n_threads);
+        barrier.arrive_and_wait();
+        moe.multiply(thread, n_threads);
+        barrier.arrive_and_wait();
+        moe.scatter(thread, n_threads);
+    }
+
     bool is_serial(const Op& op) const {
         if (pool_.size() == 1) return true;
         switch (op.type) {
@@ -206,6 +255,7 @@ class CpuBackend final : public Backend {
             case OpType::SelectRows:
             case OpType::GetRows:
             case OpType::AddBias:
+            case OpType::MoeRoute:
                 return true;
             default:
                 return op.rows * op.width < kSerialElements;
@@ -236,8 +286,19 @@ class CpuBackend final : public Backend {
                 return add(op, thread, n_threads);
             case OpType::SelectRows:
                 return select_rows(op, g);
+            case OpType::GeGlu:
+                return geglu(op, thread, n_threads);
+            case OpType::Scale:
+                return scale(op, thread, n_threads);
+            case OpType::SoftCap:
+                return softcap(op, thread, n_threads);
+            case OpType::MoeRoute:
+                return moe_route(op, thread, n_threads);
+            case OpType::MoeCombine:
+                return moe_combine(op, thread, n_threads);
             case OpType::MatMul:
-                return;  // a MatmulJob
+            case OpType::MoeMatMul:
+                return;  // a MatmulJob, a MoeMatmul
         }
     }
 
@@ -276,6 +337,7 @@ class CpuBackend final : public Backend {
         config.freq_base = op.rope.freq_base;
         config.freq_scale = op.rope.freq_scale;
         config.freq_factors = op.weight != nullptr && *op.weight ? op.weight->f32() : nullptr;
+        config.attn_factor = op.rope.attn_factor;
         minfer::rope(buf(op.dst) + begin * op.width, end - begin, op.width / op.head_dim,
                      std::span(g.in.positions).subspan(static_cast<std::size_t>(begin)), config);
     }
@@ -317,6 +379,50 @@ class CpuBackend final : public Backend {
         });
     }
 
+    // gelu(gate) rounded through ggml's f16 table, then times up, as ggml's two ops compute it.
+    void geglu(const Op& op, int thread, int n_threads) {
+        float* gate = buf(op.dst);
+        const float* up = buf(op.src0);
+        for_row_pieces(op.rows, op.width, thread, n_threads, [&](int64_t at, int64_t n) {
+            minfer::gelu(gate + at, gate + at, n);
+            minfer::mul(gate + at, up + at, gate + at, n);
+        });
+    }
+
+    void scale(const Op& op, int thread, int n_threads) {
+        float* x = buf(op.dst);
+        const auto [begin, end] = share(op.rows * op.width, thread, n_threads);
+        for (int64_t i = begin; i < end; ++i) x[i] *= op.factor;
+    }
+
+    // ggml's three ops: x * (1 / cap), tanh, * cap.
+    void softcap(const Op& op, int thread, int n_threads) {
+        float* x = buf(op.dst);
+        const float inverse = 1.0f / op.factor;
+        const auto [begin, end] = share(op.rows * op.width, thread, n_threads);
+        for (int64_t i = begin; i < end; ++i) x[i] = std::tanh(x[i] * inverse) * op.factor;
+    }
+
+    void moe_route(const Op& op, int thread, int n_threads) {
+        float* logits = buf(op.src0);
+        float* route = buf(op.dst);
+        const int64_t n_expert = op.moe.n_expert;
+        const auto [begin, end] = share(op.rows, thread, n_threads);
+        for (int64_t t = begin; t < end; ++t)
+            moe_route_row(logits + t * n_expert, n_expert, op.moe.n_used, route + t * op.width);
+    }
+
+    void moe_combine(const Op& op, int thread, int n_threads) {
+        const float* experts = buf(op.src0);
+        const float* route = buf(op.src1);
+        float* out = buf(op.dst);
+        const int64_t k = op.moe.n_used;
+        const auto [begin, end] = share(op.rows, thread, n_threads);
+        for (int64_t t = begin; t < end; ++t)
+            moe_combine_row(experts + t * k * op.width, route + t * 2 * k, k, op.width,
+                            out + t * op.width);
+    }
+
     void add(const Op& op, int thread, int n_threads) {
         float* x = buf(op.dst);
         const float* y = buf(op.src0);
@@ -342,7 +448,10 @@ class CpuBackend final : public Backend {
     std::vector<std::vector<float>> buffers_;     // by BufferId of the graphs executed
     std::vector<AttentionWorkspace> attention_;   // per thread
     std::vector<std::optional<MatmulJob>> jobs_;  // per op of the graph being executed
-    std::vector<bool> serial_;                    // per op: thread 0 runs it alone
+    std::vector<std::optional<MoeMatmul>> moe_;   // per op: the expert matmuls
+    MoeWorkspace moe_workspace_;
+    uint64_t static_weight_bytes_ = 0;  // weight_bytes_read() less the experts
+    std::vector<bool> serial_;          // per op: thread 0 runs it alone
     std::span<const float> logits_view_;
 };
 

@@ -1,0 +1,85 @@
+#pragma once
+// The mixture-of-experts ops of the CPU backend (model/graph.h: MoeRoute, MoeMatMul, MoeCombine).
+//
+// MoeMatMul groups the batch's (token, slot) rows by expert: the rows routed to one expert are
+// gathered into one contiguous block, and each expert that any row picked runs one MatmulJob
+// (kernels/matmul.h) over its block. So an expert's weights are read once per step however many
+// tokens of the batch chose it, and experts no token chose are not read at all: decoding one
+// token reads k of the n_expert matrices. The jobs run side by side in the phases of one op:
+//   prepare  (thread 0)    group the rows by expert, create and bind one job per used expert
+//   gather   (all threads) copy the input rows into the expert-sorted block
+//   convert  (all)         every job's phase 0 (one-token jobs spread over the threads)
+//   multiply (all)         every job's phase 1, each split over the threads by weight rows
+//   scatter  (all)         the expert-sorted outputs back to [token][slot] order
+// with a barrier between phases (the caller's).
+// Each expert's matrix is a 2-D slice of the op's 3-D weight; the jobs read its interleaved copy
+// where the backend made one (packed_weights.h: every slice is packed on its own).
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "model/graph.h"
+
+namespace minfer {
+
+class PackedWeights;
+
+// The k experts of one token from its router logits [n_expert] (overwritten by the softmax):
+// out = [k expert ids as floats, most probable first; k weights renormalised to sum 1].
+void moe_route_row(float* logits, int64_t n_expert, int64_t k, float* out);
+
+// out[width] = sum over slots j in order of weight j * experts[j][width], with the weights of
+// `route` (a moe_route_row output); each product rounded to f32 before it is added, as ggml does.
+void moe_combine_row(const float* experts, const float* route, int64_t k, int64_t width,
+                     float* out);
+
+// Working memory the MoeMatMul ops of a backend share (they run one after another), kept and
+// grown from graph to graph.
+struct MoeWorkspace {
+    struct Group {
+        int64_t expert;
+        int64_t first;  // its first row in the sorted blocks
+        int64_t count;
+    };
+    std::vector<int64_t> sorted;  // [rows * k] token * k + slot, grouped by expert
+    std::vector<Group> groups;    // the experts some row picked, ascending
+    std::vector<float> x_sorted;  // [rows * k][n_in]
+    std::vector<float> y_sorted;  // [rows * k][n_out]
+    std::vector<MatmulJob> jobs;  // one per group
+    MatmulScratch scratch;        // the jobs' (sized by prepare(), once the routing is known)
+    uint64_t expert_bytes = 0;    // expert weights bound by prepare() since the last reset
+};
+
+// One MoeMatMul op on one graph's buffers.
+class MoeMatmul {
+  public:
+    // Checks that the expert matrices suit the matmul kernels (throws like MatmulJob) and grows
+    // the workspace's blocks for this op. x is src0, route the MoeRoute output, y the op's dst;
+    // packed holds the copies of the experts' slices (none: the file's layout), and outlives this.
+    MoeMatmul(const Op& op, const float* x, const float* route, float* y, int n_threads,
+              MatmulMode mode, MoeWorkspace& ws, const PackedWeights& packed);
+
+    void prepare();                    // thread 0 only
+    void gather(int thread, int n);    // every thread, after prepare
+    void convert(int thread, int n);   // every thread, after gather
+    void multiply(int thread, int n);  // every thread, after convert
+    void scatter(int thread, int n);   // every thread, after multiply
+
+  private:
+    WeightMatrix expert(int64_t e) const;  // its copy attached, if it has one
+
+    Weight weight_;
+    MoeParams moe_;
+    const float* x_;
+    const float* route_;
+    float* y_;
+    int64_t rows_, n_in_, n_out_;  // tokens; one expert's input and output widths
+    int n_threads_;
+    MatmulMode mode_;
+    MoeWorkspace* ws_;
+    const PackedWeights* packed_;
+};
+
+}  // namespace minfer
