@@ -5,6 +5,7 @@
 // back as zeros) and in a file mapping (dropped from the mapping, read back from the file).
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <cstring>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include "backend/cpu/packed_weights.h"
 #include "common/fixtures.h"
+#include "core/log.h"
 #include "core/mapped_file.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
@@ -107,6 +109,40 @@ TEST(PackedWeights, PacksEachExpertOfAMappedFile) {
     ASSERT_EQ(file.size(), bytes.size());
     check_experts(file.bytes());
     EXPECT_EQ(std::memcmp(file.bytes().data(), bytes.data(), bytes.size()), 0);
+}
+
+// Without the memory for the copies (RLIMIT_AS just above what the process maps), prepare()
+// warns once and keeps the file's layout, and keeps it afterwards: the backend calls prepare()
+// before every graph, which must not warn (or read /proc) at every step.
+TEST(PackedWeights, RefusedMemoryWarnsOnceAndPacksNothingAfterwards) {
+    if (!kernels::packed_kernels_available(GgmlType::Q4_0)) GTEST_SKIP() << "no packed kernels";
+    // One matrix of 1.1 MB, beyond 1 MiB of headroom.
+    constexpr int64_t kBigCols = 2048, kBigRows = 1024;
+    const std::vector<std::byte> bytes(row_size(GgmlType::Q4_0, kBigCols) * kBigRows);
+    const std::vector<WeightMatrix> matrices = {
+        {GgmlType::Q4_0, kBigCols, kBigRows, std::span<const std::byte>(bytes)}};
+    ThreadPool pool(2);
+    PackedWeights packed;
+    int warnings = 0;
+    set_log_sink([&](LogLevel level, std::string_view) { warnings += level == LogLevel::Warning; });
+    struct rlimit saved {};
+    ASSERT_EQ(getrlimit(RLIMIT_AS, &saved), 0);
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    unsigned long long vm_kb = 0;
+    while (std::getline(status, line))
+        if (line.rfind("VmSize:", 0) == 0) vm_kb = std::stoull(line.substr(7));
+    ASSERT_GT(vm_kb, 0u);
+    struct rlimit tight = saved;
+    tight.rlim_cur = vm_kb * 1024 + (1u << 20);
+    ASSERT_EQ(setrlimit(RLIMIT_AS, &tight), 0);
+    packed.prepare(matrices, pool);
+    ASSERT_EQ(setrlimit(RLIMIT_AS, &saved), 0);
+    packed.prepare(matrices, pool);  // memory there now, but the decision stands
+    set_log_sink(nullptr);
+    EXPECT_EQ(warnings, 1);
+    EXPECT_EQ(packed.matrices(), 0u);
+    EXPECT_TRUE(packed.attach(matrices[0]).packed.empty());
 }
 
 }  // namespace

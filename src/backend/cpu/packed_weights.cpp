@@ -105,6 +105,7 @@ void PackedWeights::prepare(const std::vector<WeightMatrix>& matrices, ThreadPoo
         kernels::PackedLayout layout;
         std::size_t offset;
     };
+    if (refused_) return;
     std::vector<Job> jobs;
     std::size_t total = 0;
     for (const WeightMatrix& w : matrices) {
@@ -127,6 +128,7 @@ void PackedWeights::prepare(const std::vector<WeightMatrix>& matrices, ThreadPoo
         log_warning(concat("not enough memory for the interleaved copies of the weights (",
                            format_bytes(total), ", ", format_bytes(headroom->bytes),
                            " available): the weights stay in the file's layout (slower)"));
+        refused_ = true;
         return;
     }
     const auto start = std::chrono::steady_clock::now();
@@ -135,6 +137,7 @@ void PackedWeights::prepare(const std::vector<WeightMatrix>& matrices, ThreadPoo
         region = std::make_unique<Region>(total);
     } catch (const LimitError& e) {
         log_warning(concat(e.what(), ": the weights stay in the file's layout (slower)"));
+        refused_ = true;
         return;
     }
     std::byte* base = region->base;

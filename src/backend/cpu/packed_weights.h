@@ -38,7 +38,8 @@ class PackedWeights {
 
     // Packs every matrix given that has no copy yet and whose type has interleaved kernels on
     // this CPU, on the pool's threads (not from inside a pool.run). Skips them, with a warning,
-    // when the memory for the copies is not available.
+    // when the memory for the copies is not available, and from then on packs nothing (the
+    // backend calls this before every graph: one warning, not one per step).
     void prepare(const std::vector<WeightMatrix>& matrices, ThreadPool& pool);
 
     // w with its interleaved copy attached, if it has one.
@@ -63,6 +64,7 @@ class PackedWeights {
     std::unordered_map<Key, std::span<const std::byte>, KeyHash> copies_;
     std::size_t bytes_ = 0;
     double build_ms_ = 0;
+    bool refused_ = false;  // the memory for copies was refused once: no more tries
 };
 
 }  // namespace minfer
