@@ -25,6 +25,7 @@
 #include "cli/model_loading.h"
 #include "core/cpu_set.h"
 #include "core/error.h"
+#include "core/memory_limits.h"
 #include "core/terminal_text.h"
 #include "core/thread_pool.h"
 #include "kernels/machine_limits.h"
@@ -234,7 +235,8 @@ void print_table(const std::vector<TestResult>& results, const Model& model) {
     }
 }
 
-// What loading cost: the model, then the engine at start (with the weights' repacking).
+// What loading cost: the model, then the engine at start (with the weights' repacking), and the
+// process's peak resident memory over all the tests (the copies, or the mapped file's pages).
 void print_load(const std::vector<TestResult>& results) {
     if (results.empty()) return;
     const TestResult& r = results.front();
@@ -244,6 +246,8 @@ void print_load(const std::vector<TestResult>& results) {
                                               "them zero-copy in the mapped file")
                                            .c_str()
                                      : "weights zero-copy in the mapped file");
+    if (const auto peak = peak_resident_bytes())
+        std::printf("Peak resident memory: %s\n", format_mib(*peak).c_str());
 }
 
 void print_roofline(const std::vector<int>& threads, const std::vector<TestResult>& results,
