@@ -158,8 +158,8 @@ int main(int argc, char** argv) {
     app.add_option("--shape", shape_name,
                    "qwen2-0.5b, llama-1.1b, qwen3moe-16x768, gemma2-2b or llama-tiny (for tests)")
         ->required()
-        ->check(CLI::IsMember(
-            {"qwen2-0.5b", "llama-1.1b", "qwen3moe-16x768", "gemma2-2b", "llama-tiny"}));
+        ->check(CLI::IsMember({"qwen2-0.5b", "llama-1.1b", "qwen3moe-16x768", "gemma2-2b",
+                               "llama-tiny"}));
     app.add_option("--vocab", vocab_path, "A vocabulary GGUF from ../shared/fixtures/vocab")
         ->required()
         ->check(CLI::ExistingFile);

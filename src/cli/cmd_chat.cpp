@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/context_flags.h"
 #include "cli/exit_codes.h"
+#include "cli/grammar_flags.h"
 #include "cli/interrupt.h"
 #include "cli/model_loading.h"
 #include "cli/sampling_flags.h"
@@ -36,6 +37,7 @@ struct ChatOptions {
     bool stats = false;
     ContextFlags context;
     SamplingFlags sampling;
+    GrammarFlags grammar;
 };
 
 // One line of input: from libedit on a terminal, from stdin otherwise. nullopt at the end.
@@ -87,12 +89,14 @@ void add_chat_command(CLI::App& app) {
     cmd->add_flag("--stats", o->stats, "After each answer, print token counts and speed to stderr");
     add_context_flags(cmd, o->context);
     add_sampling_flags(cmd, o->sampling);
+    add_grammar_flags(cmd, o->grammar);
     cmd->callback([o] {
         const SamplingParams sampling = to_sampling_params(o->sampling);
         if (::isatty(STDIN_FILENO) != 1) require_readable_standard_input();
         std::optional<std::string> template_source;
         if (!o->template_file.empty())
             template_source = read_file(o->template_file, "the template file");
+        const std::optional<grammar::Grammar> grammar = to_grammar(o->grammar);
         const LoadedModel loaded = load_model_for_cli(o->model, false, template_source);
         Engine engine(loaded.model, loaded.tokenizer, to_engine_options(o->context));
         ChatSession session(
@@ -101,6 +105,7 @@ void add_chat_command(CLI::App& app) {
         SequenceParams params;
         params.sampling = sampling;
         params.n_predict = o->n_predict;
+        if (grammar) params.grammar = loaded.compile_grammar(*grammar);  // every answer
 
         InterruptGuard interrupt;
         LineReader reader;

@@ -13,6 +13,7 @@
 #include "cli/context_flags.h"
 #include "cli/exit_codes.h"
 #include "cli/format.h"
+#include "cli/grammar_flags.h"
 #include "cli/interrupt.h"
 #include "cli/model_loading.h"
 #include "cli/sampling_flags.h"
@@ -41,6 +42,7 @@ struct RunOptions {
     bool dump_graph = false;
     ContextFlags context;
     SamplingFlags sampling;
+    GrammarFlags grammar;
 };
 
 const char* stop_description(StopReason reason) {
@@ -59,6 +61,9 @@ const char* stop_description(StopReason reason) {
             return "interrupted";
         case StopReason::PromptDone:
             return "end of the prompt";
+        case StopReason::NoAllowedToken:
+            return "no token may follow under the grammar (banned by the logit bias, none spells "
+                   "what it needs next, or it reached its limits)";
     }
     return "?";
 }
@@ -142,6 +147,7 @@ void add_run_command(CLI::App& app) {
         ->excludes(json);
     add_context_flags(cmd, o->context);
     add_sampling_flags(cmd, o->sampling);
+    add_grammar_flags(cmd, o->grammar);
     cmd->callback([o, prompt, file, tokens, system] {
         if (!prompt->count() && !file->count() && !tokens->count()) {
             throw UsageError("give a prompt: -p TEXT, -f FILE or --tokens 1,2,3");
@@ -156,6 +162,7 @@ void add_run_command(CLI::App& app) {
         std::optional<std::string> template_source;
         if (!o->template_file.empty())
             template_source = read_file(o->template_file, "the template file");
+        const std::optional<grammar::Grammar> grammar = to_grammar(o->grammar);
 
         const LoadedModel loaded = load_model_for_cli(o->model, /*quiet=*/o->json, template_source);
         if (ids_mode) check_token_ids(ids, loaded.model->hparams().n_vocab, "--tokens");
@@ -182,6 +189,7 @@ void add_run_command(CLI::App& app) {
         params.sampling = sampling;
         params.n_predict = o->n_predict;
         params.stop = o->stop;
+        if (grammar) params.grammar = loaded.compile_grammar(*grammar);
         InterruptGuard interrupt;
         const bool stream_text = !o->json && !ids_mode;
         const SequenceResult r = generate(

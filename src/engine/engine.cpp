@@ -37,6 +37,8 @@ const char* stop_reason_name(StopReason reason) {
             return "interrupted";
         case StopReason::PromptDone:
             return "prompt";
+        case StopReason::NoAllowedToken:
+            return "no-token";
     }
     return "?";
 }
@@ -53,7 +55,9 @@ struct Engine::Sequence {
     std::optional<Sampler> sampler;
     std::optional<StreamingDecoder> decoder;
     std::optional<StopStringFilter> filter;
-    bool sampled_any = false;  // in decoding: tokens.back() is a sampled token
+    std::optional<grammar::GrammarMatcher> matcher;
+    grammar::TokenMask allowed;  // the matcher's mask of the step being sampled
+    bool sampled_any = false;    // in decoding: tokens.back() is a sampled token
     bool cancel_requested = false;
     bool finished = false;
     int64_t next_logits_pos = 0;  // on_logits: rows of positions below were reported
@@ -147,8 +151,16 @@ SeqId Engine::submit(SequenceParams params) {
                                 " tokens does not fit the context of ", n_ctx_,
                                 " tokens; raise --ctx or shorten the prompt"));
     }
+    if (params.grammar && params.grammar->vocabulary().n_vocab() > n_vocab)
+        throw UsageError(concat("the grammar was compiled for a vocabulary of ",
+                                params.grammar->vocabulary().n_vocab(), " tokens, the model has ",
+                                n_vocab));
     auto s = std::make_unique<Sequence>();
     s->sampler.emplace(params.sampling, static_cast<int32_t>(n_vocab));  // validates
+    if (params.grammar) {
+        s->matcher.emplace(params.grammar);
+        s->allowed = grammar::TokenMask(static_cast<int32_t>(n_vocab));
+    }
     s->arrival = ++arrivals_;
     s->id = static_cast<SeqId>(s->arrival);
     s->submitted = Clock::now();
@@ -255,10 +267,33 @@ void Engine::sample(Sequence& s, std::span<const float> logits,
     const auto& p = s.params;
     if (p.n_predict >= 0 && static_cast<int64_t>(s.result.tokens.size()) >= p.n_predict)
         return finish(s, StopReason::MaxTokens, events);
-    const int32_t token = s.sampler->sample(logits);
+    std::span<const uint64_t> allowed;
+    if (s.matcher) {
+        // The grammar is complete and nothing may follow: the answer is whole.
+        if (!s.matcher->can_continue()) return finish(s, StopReason::EndOfGeneration, events);
+        try {
+            s.matcher->fill_mask(s.allowed);
+        } catch (const Error& e) {  // the grammar's limits: this sequence ends, the others go on
+            log_warning(concat("sequence ", s.id, ": ", e.what()));
+            return finish(s, StopReason::NoAllowedToken, events);
+        }
+        allowed = s.allowed.words();
+    }
+    const int32_t token = s.sampler->sample(logits, allowed);
+    if (token < 0) return finish(s, StopReason::NoAllowedToken, events);
     ++s.result.stats.n_generated;
     if (!p.ignore_eog && tokenizer_->is_eog(token))
         return finish(s, StopReason::EndOfGeneration, events);
+    bool accepted = true;
+    if (s.matcher) {
+        try {
+            accepted = s.matcher->accept(token);
+        } catch (const Error& e) {
+            log_warning(concat("sequence ", s.id, ": ", e.what()));
+            accepted = false;
+        }
+    }
+    if (!accepted) return finish(s, StopReason::NoAllowedToken, events);
     s.sampler->accept(token);
     s.result.tokens.push_back(token);
     SequenceEvent e;

@@ -23,6 +23,7 @@
 #include "backend/backend.h"
 #include "engine/paged_kv_cache.h"
 #include "engine/stop_strings.h"
+#include "grammar/compiled_grammar.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "tokenizer/streaming_decoder.h"
@@ -65,6 +66,8 @@ enum class StopReason {
     CacheFull,        // "cache": the KV pool cannot hold the sequence even alone
     Cancelled,        // "interrupted": cancel() (Ctrl-C, a client that went away)
     PromptDone,       // "prompt": a sequence that only evaluates its prompt (score) is done
+    NoAllowedToken,   // "no-token": no token may come next under the grammar (the logit bias bans
+                      // the ones it allows, no token spells what it needs, or it hit its limits)
 };
 const char* stop_reason_name(StopReason reason);
 
@@ -88,6 +91,10 @@ struct SequenceParams {
     // Keep the sequence's cache after it finishes, for continue_from (chat). Otherwise its blocks
     // go to the prefix cache when it finishes.
     bool keep = false;
+    // Constrains the generated text to a grammar compiled for this model's vocabulary: each token
+    // is sampled among those the grammar allows, and generation ends once the grammar is complete
+    // and nothing may follow (or the model ends it where the grammar may end).
+    std::shared_ptr<grammar::CompiledGrammar> grammar;
 };
 
 struct SequenceStats {

@@ -9,6 +9,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/ggml_exp-inl.h"  // per-target: after highway.h
+#include "kernels/ops.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace minfer {
@@ -219,9 +220,7 @@ void AttendGroup(const AttentionGroup& a, float* scratch) {
     for (int64_t m = 0; m < g; ++m) {
         float* row = scores + m * stride;
         if (a.softcap > 0.0f) {
-            // ggml's three ops: * (1 / cap), tanh, * cap.
-            const float inverse = 1.0f / a.softcap;
-            for (int64_t j = 0; j < n; ++j) row[j] = std::tanh(row[j] * inverse) * a.softcap;
+            for (int64_t j = 0; j < n; ++j) row[j] = soft_cap(row[j], a.softcap);
         }
         // Keys before the window are masked (ggml's -inf mask); those beyond n (the last tile's
         // tail) are left out.

@@ -34,7 +34,7 @@ struct AttentionGroup {
     int64_t head_dim_k = 0;
     int64_t head_dim_v = 0;
     float scale = 1.0f;    // applied to the Q·K dot products
-    float softcap = 0.0f;  // > 0: scaled scores become softcap * tanh(score / softcap)
+    float softcap = 0.0f;  // > 0: scaled scores become soft_cap(score, softcap) (kernels/ops.h)
     float* out = nullptr;  // [group] outputs, head_dim_v values each, out_stride apart
     int64_t out_stride = 0;
 };

@@ -2,6 +2,7 @@
 // The non-matmul operations of a transformer forward pass, on f32 rows, with ggml's arithmetic
 // (so that minfer's activations track llama.cpp's): where ggml accumulates in double, so do we.
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 
@@ -49,6 +50,12 @@ void silu(const float* x, float* y, int64_t n);
 void gelu(const float* x, float* y, int64_t n);
 // out = silu(gate) * up. out may alias gate or up.
 void swiglu(const float* gate, const float* up, float* out, int64_t n);
+
+// Gemma 2's soft-capping of attention scores and final logits, cap * tanh(x / cap), in ggml's
+// order of its three ops (x * (1 / cap), tanh, * cap) so that the roundings are the reference's.
+inline float soft_cap(float x, float cap) {
+    return std::tanh(x * (1.0f / cap)) * cap;
+}
 
 // out = a + b, out = a * b (elementwise; out may alias a or b).
 void add(const float* a, const float* b, float* out, int64_t n);

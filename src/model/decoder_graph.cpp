@@ -237,7 +237,10 @@ class DecoderGraph final : public ModelGraph {
         // feed-forward on the token; their outputs are summed with the router's weights.
         void moe_block(const LayerConfig& c, const LayerWeights& l) {
             const int64_t k = c.n_expert_used;
-            const MoeParams moe{c.n_expert, k, false};
+            // gate and up read each token's row once for all its slots; down reads, per slot, the
+            // output of that slot's expert.
+            const MoeParams moe{c.n_expert, k, /*per_slot_input=*/false};
+            const MoeParams per_slot{c.n_expert, k, /*per_slot_input=*/true};
             const BufferId logits = rows_of("moe_logits", c.n_expert),
                            route = rows_of("moe_route", 2 * k),
                            gate = rows_of("moe_gate", k * c.n_ff),
@@ -248,21 +251,20 @@ class DecoderGraph final : public ModelGraph {
             Op& r = b_.op(OpType::MoeRoute, "moe_route", layer_, route, n_, 2 * k);
             r.src0 = logits;
             r.moe = moe;
-            for (auto [label, dst, src, w, width, per_slot] :
-                 {std::tuple{"ffn_gate_exps", gate, normed_, &l.gate_exps, c.n_ff, false},
-                  std::tuple{"ffn_up_exps", up, normed_, &l.up_exps, c.n_ff, false}}) {
-                Op& o = b_.op(OpType::MoeMatMul, label, layer_, dst, n_, k * width);
-                o.src0 = src;
+            for (auto [label, dst, w] : {std::tuple{"ffn_gate_exps", gate, &l.gate_exps},
+                                         std::tuple{"ffn_up_exps", up, &l.up_exps}}) {
+                Op& o = b_.op(OpType::MoeMatMul, label, layer_, dst, n_, k * c.n_ff);
+                o.src0 = normed_;
                 o.src1 = route;
                 o.weight = w;
-                o.moe = MoeParams{c.n_expert, k, per_slot};
+                o.moe = moe;
             }
             b_.op(OpType::SwiGlu, "moe_swiglu", layer_, gate, n_, k * c.n_ff).src0 = up;
             Op& d = b_.op(OpType::MoeMatMul, "ffn_down_exps", layer_, down, n_, k * hp_.n_embd);
             d.src0 = gate;
             d.src1 = route;
             d.weight = &l.down_exps;
-            d.moe = MoeParams{c.n_expert, k, true};
+            d.moe = per_slot;
             Op& sum = b_.op(OpType::MoeCombine, "moe_combine", layer_, projected_, n_, hp_.n_embd);
             sum.src0 = down;
             sum.src1 = route;

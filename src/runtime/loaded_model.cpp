@@ -1,8 +1,10 @@
 #include "runtime/loaded_model.h"
 
 #include <chrono>
+#include <mutex>
 
 #include "core/error.h"
+#include "grammar/json_schema.h"
 
 namespace minfer {
 namespace {
@@ -27,6 +29,31 @@ unsigned touch_pages(const GgufFile& file, const std::function<void(double)>& on
 }
 
 }  // namespace
+
+struct GrammarVocabularySlot {
+    std::once_flag once;
+    std::shared_ptr<const grammar::GrammarVocabulary> vocabulary;
+};
+
+std::shared_ptr<GrammarVocabularySlot> LoadedModel::make_grammar_slot() {
+    return std::make_shared<GrammarVocabularySlot>();
+}
+
+std::shared_ptr<const grammar::GrammarVocabulary> LoadedModel::grammar_vocabulary() const {
+    std::call_once(grammar_slot->once, [&] {
+        auto vocabulary = std::make_shared<const grammar::GrammarVocabulary>(*tokenizer);
+        // Every JSON schema's strings, numbers and whitespace share these masks.
+        grammar::CompiledGrammar::compile(grammar::parse_gbnf(grammar::json_object_gbnf()),
+                                          vocabulary);
+        grammar_slot->vocabulary = std::move(vocabulary);
+    });
+    return grammar_slot->vocabulary;
+}
+
+std::shared_ptr<grammar::CompiledGrammar> LoadedModel::compile_grammar(
+    const grammar::Grammar& g) const {
+    return grammar::CompiledGrammar::compile(g, grammar_vocabulary());
+}
 
 LoadedModel load_model(const std::string& reference, const LoadOptions& options) {
     for (const char* scheme : {"hf:", "ollama:", "hf://", "https://", "http://"}) {

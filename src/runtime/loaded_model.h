@@ -10,6 +10,7 @@
 #include <string>
 
 #include "chat/chat_template.h"
+#include "grammar/compiled_grammar.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -23,6 +24,8 @@ struct LoadOptions {
     std::function<void(double fraction)> on_read_progress;
 };
 
+struct GrammarVocabularySlot;
+
 struct LoadedModel {
     std::shared_ptr<const Model> model;
     std::shared_ptr<const Tokenizer> tokenizer;
@@ -31,6 +34,16 @@ struct LoadedModel {
     bool has_template = false;
     std::string bos_text, eos_text;  // the BOS and EOS tokens' texts, for templates
     double load_ms = 0;
+    std::shared_ptr<GrammarVocabularySlot> grammar_slot = make_grammar_slot();
+
+    // The vocabulary as grammars use it, built on first use (with the masks every JSON grammar
+    // shares) and then shared by every copy of this LoadedModel. Thread-safe.
+    std::shared_ptr<const grammar::GrammarVocabulary> grammar_vocabulary() const;
+    // A grammar compiled for this model (grammar/compiled_grammar.h).
+    std::shared_ptr<grammar::CompiledGrammar> compile_grammar(const grammar::Grammar& g) const;
+
+  private:
+    static std::shared_ptr<GrammarVocabularySlot> make_grammar_slot();
 };
 
 // Throws UnsupportedError for hf:/ollama:/URLs, IoError/FormatError for files.

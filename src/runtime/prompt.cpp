@@ -1,20 +1,49 @@
 #include "runtime/prompt.h"
 
+#include <algorithm>
+#include <ctime>
+
+#include "chat/tool_calls.h"
 #include "core/error.h"
+#include "runtime/tool_calling.h"
 
 namespace minfer {
 
 std::string render_chat_prompt(const LoadedModel& m, const nlohmann::ordered_json& messages,
                                const nlohmann::ordered_json& tools,
                                const nlohmann::ordered_json& extra_context) {
+    using Json = nlohmann::ordered_json;
+    const chat::ToolCallFormat format = chat::detect_tool_call_format(m.chat_template.source());
     chat::ChatInputs in;
-    in.messages = messages;
     in.tools = tools;
     if (extra_context.is_object()) in.extra_context = extra_context;
+    // What firefunction's template reads instead of `tools`.
+    if (tools.is_array() && !in.extra_context.contains("functions")) {
+        if (!in.extra_context.is_object()) in.extra_context = Json::object();
+        in.extra_context["functions"] = tools.dump(2);
+        const std::time_t now = std::time(nullptr);
+        char date[64];
+        std::tm utc{};
+        gmtime_r(&now, &utc);
+        std::strftime(date, sizeof date, "%b %d %Y %H:%M:%S GMT", &utc);
+        in.extra_context["datetime"] = date;
+    }
     in.add_generation_prompt = true;
     in.bos_token = m.bos_text;
     in.eos_token = m.eos_text;
-    return m.chat_template.render(in);
+    // Earlier calls' arguments as objects, which most templates tojson; some (functionary,
+    // DeepSeek) concatenate strings instead: those get the strings.
+    in.messages = messages_for_template(format, messages, tools, /*arguments_as_text=*/false);
+    try {
+        return m.chat_template.render(in);
+    } catch (const Error&) {
+        const bool has_calls = std::any_of(messages.begin(), messages.end(), [](const Json& x) {
+            return x.is_object() && x.contains("tool_calls");
+        });
+        if (!has_calls) throw;
+        in.messages = messages_for_template(format, messages, tools, /*arguments_as_text=*/true);
+        return m.chat_template.render(in);
+    }
 }
 
 std::vector<int32_t> tokenize_chat_prompt(const LoadedModel& m, std::string_view text) {
@@ -25,7 +54,8 @@ std::vector<int32_t> tokenize_chat_prompt(const LoadedModel& m, std::string_view
     return m.tokenizer->tokenize(text, /*add_special=*/true, /*parse_special=*/true);
 }
 
-std::vector<int32_t> chat_prompt_tokens(const LoadedModel& m, const nlohmann::ordered_json& messages) {
+std::vector<int32_t> chat_prompt_tokens(const LoadedModel& m,
+                                        const nlohmann::ordered_json& messages) {
     return tokenize_chat_prompt(m, render_chat_prompt(m, messages));
 }
 
@@ -35,7 +65,8 @@ std::vector<int32_t> single_prompt_tokens(const LoadedModel& m, const std::strin
         std::vector<int32_t> tokens =
             m.tokenizer->tokenize(text, /*add_special=*/true, /*parse_special=*/true);
         if (tokens.empty())
-            throw UsageError("the prompt is empty and the model adds no BOS token: nothing to continue");
+            throw UsageError(
+                "the prompt is empty and the model adds no BOS token: nothing to continue");
         return tokens;
     }
     auto messages = nlohmann::ordered_json::array();

@@ -16,7 +16,8 @@ namespace minfer {
 // Renders `messages` with the model's template (generation prompt added) and tokenizes the result
 // as llama.cpp does: a leading BOS text is removed when the tokenizer adds BOS itself, and
 // special-token text is parsed.
-std::vector<int32_t> chat_prompt_tokens(const LoadedModel& m, const nlohmann::ordered_json& messages);
+std::vector<int32_t> chat_prompt_tokens(const LoadedModel& m,
+                                        const nlohmann::ordered_json& messages);
 
 // The same in two steps, with tools and more template variables (the server's
 // chat_template_kwargs): the rendered text, then its tokens.

@@ -38,7 +38,10 @@ class Sampler {
     Sampler(const SamplingParams& params, int32_t n_vocab);
 
     // Picks the next token from logits [n_vocab]. Does not record it: call accept().
-    int32_t sample(std::span<const float> logits);
+    // `allowed`, when not empty, is a bit per token (bit i%64 of word i/64): only those may be
+    // picked, as if every other logit were -inf (a grammar's mask). Returns -1 when no allowed
+    // token is left (all of them banned by the logit bias).
+    int32_t sample(std::span<const float> logits, std::span<const uint64_t> allowed = {});
     // Adds a token to the history the penalties see (prompt tokens and generated ones).
     void accept(int32_t token);
     // Forgets the token history (the RNG keeps its state).
@@ -60,7 +63,8 @@ class Sampler {
     std::vector<std::pair<int32_t, float>> adjusted_logits(std::span<const float> logits) const;
     // candidates_ = the k best adjusted logits, sorted (better() order in sampler.cpp).
     void select_best(std::span<const float> logits,
-                     std::span<const std::pair<int32_t, float>> adjusted, std::size_t k);
+                     std::span<const std::pair<int32_t, float>> adjusted, std::size_t k,
+                     std::span<const uint64_t> allowed);
     void softmax();  // sorts candidates by logit, descending, and fills p
     void typical(float p);
     void top_p(float p);

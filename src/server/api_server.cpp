@@ -3,10 +3,12 @@
 #include <cmath>
 #include <ctime>
 #include <future>
+#include <list>
 #include <mutex>
 #include <random>
 #include <thread>
 
+#include "chat/tool_calls.h"
 #include "core/log.h"
 #include "runtime/prompt.h"
 #include "server/api_error.h"
@@ -43,6 +45,7 @@ constexpr Route kRoutes[] = {
     {"/completions", "POST", true},
     {"/tokenize", "POST", true},
     {"/detokenize", "POST", true},
+    {"/apply-template", "POST", true},
 };
 
 const Route* find_route(std::string_view path) {
@@ -96,6 +99,31 @@ struct ApiServer::State {
     std::promise<void> loaded;
     std::shared_future<void> load_done = loaded.get_future().share();
     std::unique_ptr<WorkQueue> work = std::make_unique<WorkQueue>(2);
+
+    // Grammars compiled for recent requests, by their text: a schema sent again is not compiled
+    // again (most recently used first).
+    std::mutex grammar_mutex;
+    std::list<std::pair<std::string, std::shared_ptr<grammar::CompiledGrammar>>> grammars;
+
+    std::shared_ptr<grammar::CompiledGrammar> compiled(const LoadedModel& m,
+                                                       const grammar::Grammar& g) {
+        // Each may hold up to about 35 MB (grammar/stack_automaton.h, the state masks).
+        constexpr std::size_t kKept = 8;
+        std::string key = g.to_gbnf();
+        {
+            std::lock_guard lock(grammar_mutex);
+            for (auto it = grammars.begin(); it != grammars.end(); ++it) {
+                if (it->first != key) continue;
+                grammars.splice(grammars.begin(), grammars, it);
+                return it->second;
+            }
+        }
+        auto compiled = m.compile_grammar(g);
+        std::lock_guard lock(grammar_mutex);
+        grammars.emplace_front(std::move(key), compiled);
+        if (grammars.size() > kKept) grammars.pop_back();
+        return compiled;
+    }
 
     struct Ready {
         std::shared_ptr<ServedModel> model;
@@ -156,6 +184,8 @@ void ApiServer::start_loading() {
     state_->loader = std::thread([this] {
         try {
             auto model = std::make_shared<ServedModel>(load_());
+            // Built now rather than by the first request that constrains its answer.
+            model->loaded.grammar_vocabulary();
             auto service = std::make_shared<GenerationService>(
                 [&] {
                     return std::make_unique<Engine>(model->loaded.model, model->loaded.tokenizer,
@@ -339,6 +369,7 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
         [this, endpoint, request = std::move(request), reply = std::move(reply)]() mutable {
             if (request.path == "/tokenize" || request.path == "/detokenize")
                 return handle_tokenizer(request, reply);
+            if (request.path == "/apply-template") return handle_apply_template(request, reply);
             handle_generation(endpoint, std::move(request), std::move(reply));
         });
 }
@@ -367,6 +398,32 @@ void ApiServer::handle_tokenizer(const HttpRequest& request, const std::shared_p
     }
 }
 
+// llama-server's /apply-template: the prompt a chat request would be given, as text.
+void ApiServer::handle_apply_template(const HttpRequest& request,
+                                      const std::shared_ptr<Reply>& reply) {
+    const LoadedModel& m = state_->ready().model->loaded;
+    try {
+        const ChatRequest chat =
+            parse_chat_request(request.body, options_.defaults, /*with_constraint=*/false);
+        const bool tools_on = chat.tool_choice.kind != ToolChoice::Kind::None;
+        std::string text;
+        try {
+            text = render_chat_prompt(m, chat.messages, tools_on ? chat.tools : Json(),
+                                      chat.template_kwargs);
+        } catch (const Error& e) {
+            throw ApiError(400, concat("the chat template refused the messages: ", e.what()),
+                           "messages");
+        }
+        respond(request, reply, json_response(200, {{"prompt", text}}));
+    } catch (const ApiError& e) {
+        respond_error(request, reply, e);
+    } catch (const Error& e) {
+        respond_error(request, reply, ApiError(400, e.what()));
+    } catch (const std::exception& e) {
+        respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
+    }
+}
+
 void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
                                   std::shared_ptr<Reply> reply) {
     const auto start = Clock::now();
@@ -377,15 +434,30 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
         std::vector<int32_t> prompt;
         bool opens_reasoning = false;
         const bool reasoning = template_writes_reasoning(m.chat_template.source());
+        std::optional<grammar::Grammar> constraint;
+        std::string constraint_field;
+        std::optional<chat::ToolCallFormat> tool_format;
         if (endpoint == Endpoint::Chat) {
             ChatRequest chat = parse_chat_request(request.body, options_.defaults);
             gen = std::move(chat.gen);
+            const bool tools_on = chat.tool_choice.kind != ToolChoice::Kind::None;
             std::string text;
             try {
-                text = render_chat_prompt(m, chat.messages, chat.tools, chat.template_kwargs);
+                text = render_chat_prompt(m, chat.messages, tools_on ? chat.tools : Json(),
+                                          chat.template_kwargs);
             } catch (const Error& e) {
                 throw ApiError(400, concat("the chat template refused the messages: ", e.what()),
                                "messages");
+            }
+            if (tools_on) {
+                tool_format = chat::detect_tool_call_format(m.chat_template.source());
+                try {
+                    constraint = tool_call_grammar(*tool_format, chat.tools, chat.tool_choice,
+                                                   chat.parallel_tool_calls);
+                } catch (const UsageError& e) {
+                    throw ApiError(400, e.what(), "tools");
+                }
+                constraint_field = "tools";
             }
             opens_reasoning = reasoning && prompt_opens_reasoning(text);
             prompt = tokenize_chat_prompt(m, text);
@@ -403,6 +475,20 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
                                               m.tokenizer->n_vocab(), " tokens"),
                                        "prompt");
                 }
+            }
+        }
+        if (gen.constraint) {
+            constraint = std::move(gen.constraint);
+            constraint_field = gen.constraint_field;
+        }
+        std::shared_ptr<grammar::CompiledGrammar> compiled;
+        if (constraint) {
+            // A prompt that opens a <think> block: the model reasons freely, then answers in form.
+            if (opens_reasoning) constraint = reasoning_then(*constraint, "</think>");
+            try {
+                compiled = state_->compiled(m, *constraint);
+            } catch (const Error& e) {
+                throw ApiError(400, e.what(), constraint_field);
             }
         }
         if (gen.model.empty()) gen.model = options_.alias;
@@ -446,6 +532,14 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
         setup.on_finished = [this, request, start](int status, int64_t p, int64_t g) {
             log_access(request, status, p, g, start);
         };
+        if (tool_format) {
+            setup.tool_format = tool_format;
+            const auto& special = m.grammar_vocabulary()->special_tokens();
+            for (const std::string_view marker : chat::tool_call_markers(*tool_format)) {
+                if (const auto it = special.find(std::string(marker)); it != special.end())
+                    setup.marker_tokens.push_back(it->second);
+            }
+        }
         JobSpec spec;
         spec.prompt = std::move(prompt);
         spec.sampling = gen.sampling;
@@ -454,6 +548,7 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
         spec.ignore_eos = gen.ignore_eos;
         spec.n = gen.n;
         spec.top_logprobs = gen.logprobs;
+        spec.grammar = std::move(compiled);
         setup.request = std::move(gen);
         auto job = std::make_shared<CompletionJob>(std::move(setup));
         const auto submitted = service->submit(std::move(spec), job);

@@ -72,6 +72,7 @@ class ApiServer {
     void handle(HttpRequest request, std::shared_ptr<Reply> reply);
     void handle_generation(Endpoint endpoint, HttpRequest request, std::shared_ptr<Reply> reply);
     void handle_tokenizer(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
+    void handle_apply_template(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
     void respond(const HttpRequest& request, const std::shared_ptr<Reply>& reply,
                  HttpResponse response);
     void respond_error(const HttpRequest& request, const std::shared_ptr<Reply>& reply,

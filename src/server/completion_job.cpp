@@ -1,5 +1,7 @@
 #include "server/completion_job.h"
 
+#include <algorithm>
+
 #include "server/api_error.h"
 
 namespace minfer::server {
@@ -11,6 +13,8 @@ const char* finish_reason_of(StopReason r) {
         case StopReason::StopString:
         case StopReason::PromptDone:
             return "stop";
+        // Cut short: the answer may be incomplete, as after a token limit.
+        case StopReason::NoAllowedToken:
         case StopReason::MaxTokens:
         case StopReason::ContextFull:
         case StopReason::CacheFull:
@@ -41,8 +45,38 @@ std::string dump_json(const nlohmann::ordered_json& value) {
 }
 
 CompletionJob::CompletionJob(CompletionSetup setup) : s_(std::move(setup)) {
-    for (int i = 0; i < s_.request.n; ++i)
+    for (int i = 0; i < s_.request.n; ++i) {
         choices_.emplace_back(ReasoningSplitter(s_.reasoning, s_.starts_in_reasoning));
+        if (s_.tool_format) choices_.back().tool_stream.emplace(*s_.tool_format);
+    }
+}
+
+CompletionJob::Json CompletionJob::tool_call_json(const chat::ToolCall& call, std::size_t index,
+                                                  bool delta) const {
+    Json j;
+    if (delta) j["index"] = index;
+    j["id"] = call.id;
+    j["type"] = "function";
+    j["function"] = {{"name", call.name}, {"arguments", call.arguments}};
+    return j;
+}
+
+SplitText CompletionJob::take_calls(int choice, SplitText text, bool at_end, Json& calls) {
+    Choice& c = choices_[static_cast<std::size_t>(choice)];
+    if (!c.tool_stream) return text;
+    chat::ParsedAnswer parsed = c.tool_stream->push(text.content);
+    if (at_end) {
+        chat::ParsedAnswer rest = c.tool_stream->finish();
+        parsed.content += rest.content;
+        parsed.calls.insert(parsed.calls.end(), rest.calls.begin(), rest.calls.end());
+    }
+    text.content = std::move(parsed.content);
+    for (chat::ToolCall& call : parsed.calls) {
+        call.id = chat::new_tool_call_id(*s_.tool_format);
+        calls.push_back(tool_call_json(call, c.tool_calls.size(), /*delta=*/true));
+        c.tool_calls.push_back(std::move(call));
+    }
+    return text;
 }
 
 CompletionJob::Json CompletionJob::head(bool chunk) const {
@@ -131,6 +165,18 @@ void CompletionJob::send_delta(int choice, const SplitText& text, const Json* lo
     send_event(chunk);
 }
 
+void CompletionJob::send_calls(int choice, const Json& calls) {
+    if (calls.empty()) return;
+    Json ch = {{"index", choice},
+               {"delta", {{"tool_calls", calls}}},
+               {"logprobs", nullptr},
+               {"finish_reason", nullptr}};
+    Json chunk = chunk_head();
+    chunk["choices"] = Json::array({std::move(ch)});
+    if (s_.request.include_usage) chunk["usage"] = nullptr;
+    send_event(chunk);
+}
+
 void CompletionJob::on_token(int choice, int32_t token, const std::string& text,
                              const TokenLogprobs* logprobs) {
     begin();
@@ -149,10 +195,15 @@ void CompletionJob::on_token(int choice, int32_t token, const std::string& text,
     }
     std::optional<Json> entry;
     if (logprobs) entry = token_logprobs_entry(*logprobs);
-    const SplitText split = c.splitter.push(text);
+    const bool marker = token >= 0 && std::find(s_.marker_tokens.begin(), s_.marker_tokens.end(),
+                                                token) != s_.marker_tokens.end();
+    Json calls = Json::array();
+    const SplitText split = take_calls(choice, c.splitter.push(marker ? text + piece(token) : text),
+                                       /*at_end=*/false, calls);
     if (s_.request.stream) {
         // (The text offset of a legacy logprobs entry is where its text starts.)
         send_delta(choice, split, entry ? &*entry : nullptr);
+        send_calls(choice, calls);
     }
     if (entry && s_.endpoint == Endpoint::Text) {
         c.legacy_tokens.push_back((*entry)["token"].get<std::string>());
@@ -169,12 +220,15 @@ void CompletionJob::on_choice_end(int choice, StopReason reason, const SequenceS
     begin();
     Choice& c = choices_[static_cast<std::size_t>(choice)];
     if (reason == StopReason::Cancelled) cancelled_ = true;
-    const SplitText rest = c.splitter.finish();
+    Json calls = Json::array();
+    const SplitText rest = take_calls(choice, c.splitter.finish(), /*at_end=*/true, calls);
     c.content += rest.content;
     c.reasoning += rest.reasoning;
     c.finish_reason = finish_reason_of(reason);
+    if (!c.tool_calls.empty() && c.finish_reason == "stop") c.finish_reason = "tool_calls";
     if (!s_.request.stream || s_.reply->client_gone()) return;
     send_delta(choice, rest, nullptr);
+    send_calls(choice, calls);
     Json ch;
     ch["index"] = choice;
     if (s_.endpoint == Endpoint::Chat) {
@@ -208,6 +262,13 @@ CompletionJob::Json CompletionJob::final_response() const {
         if (s_.endpoint == Endpoint::Chat) {
             Json message = {{"role", "assistant"}, {"content", c.content}};
             if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+            if (!c.tool_calls.empty()) {
+                if (c.content.empty()) message["content"] = nullptr;
+                Json calls = Json::array();
+                for (std::size_t k = 0; k < c.tool_calls.size(); ++k)
+                    calls.push_back(tool_call_json(c.tool_calls[k], k, /*delta=*/false));
+                message["tool_calls"] = std::move(calls);
+            }
             ch["message"] = std::move(message);
             ch["logprobs"] = s_.request.logprobs >= 0
                                  ? Json{{"content", c.logprobs}, {"refusal", nullptr}}

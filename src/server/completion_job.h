@@ -10,9 +10,11 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "chat/tool_calls.h"
 #include "server/generation_service.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -41,6 +43,10 @@ struct CompletionSetup {
     std::chrono::steady_clock::time_point arrival;
     // Called once at the end with the status sent and the token counts (the access log).
     std::function<void(int status, int64_t prompt_tokens, int64_t generated_tokens)> on_finished;
+    // Chat with tools: calls are parsed out of each answer in this syntax; the control tokens
+    // that are its markers keep their text for the parser.
+    std::optional<chat::ToolCallFormat> tool_format;
+    std::vector<int32_t> marker_tokens;
 };
 
 class CompletionJob final : public JobListener {
@@ -65,6 +71,8 @@ class CompletionJob final : public JobListener {
         std::vector<float> legacy_logprobs;
         Json legacy_top = Json::array();
         int64_t n_tokens = 0;
+        std::optional<chat::ToolCallStream> tool_stream;
+        std::vector<chat::ToolCall> tool_calls;
         std::string finish_reason;
         Clock::time_point last_token;
     };
@@ -76,6 +84,11 @@ class CompletionJob final : public JobListener {
     Json chunk_head() const;
     Json token_logprobs_entry(const TokenLogprobs& lp) const;
     void send_delta(int choice, const SplitText& text, const Json* logprobs);
+    // Content through the choice's tool-call parser (when there is one): returns what to show
+    // now; the calls completed are given ids, kept, and added to `calls` as stream deltas.
+    SplitText take_calls(int choice, SplitText text, bool at_end, Json& calls);
+    void send_calls(int choice, const Json& calls);
+    Json tool_call_json(const chat::ToolCall& call, std::size_t index, bool delta) const;
     void send_event(const Json& chunk);
     Json usage() const;
     Json final_response() const;

@@ -230,6 +230,7 @@ void GenerationService::start_choice(Job& job, int choice) {
     p.n_predict = job.spec.max_tokens;
     p.stop = job.spec.stop;
     p.ignore_eog = job.spec.ignore_eos;
+    p.grammar = job.spec.grammar;
     if (job.spec.top_logprobs >= 0) {
         Job* j = &job;
         p.on_logits = [j, c](int64_t, std::span<const float> row) {

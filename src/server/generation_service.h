@@ -41,7 +41,8 @@ struct JobSpec {
     std::vector<std::string> stop;
     bool ignore_eos = false;
     int n = 1;
-    int top_logprobs = -1;  // -1: no log-probabilities
+    int top_logprobs = -1;                              // -1: no log-probabilities
+    std::shared_ptr<grammar::CompiledGrammar> grammar;  // every choice's answer follows it
 };
 
 // What a job hears; every call on the engine thread.

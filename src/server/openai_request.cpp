@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "grammar/json_schema.h"
 #include "server/api_error.h"
 
 namespace minfer::server {
@@ -218,6 +219,110 @@ Json flatten_content(const Json& content, std::size_t index) {
     return text;
 }
 
+// response_format and llama-server's `grammar`: the grammar the answer must follow, if any.
+void parse_constraint(const Fields& f, GenerationRequest& g) {
+    const Json* format = f.get("response_format");
+    const auto grammar_text = f.string("grammar");
+    if (format != nullptr) {
+        if (!format->is_object()) bad("response_format", "'response_format' must be an object");
+        const Fields ff(*format);
+        const auto type = ff.string("type");
+        if (!type) bad("response_format", "'response_format' needs a 'type'");
+        try {
+            if (*type == "json_object") {
+                // llama-server's extension: a schema beside json_object.
+                if (const Json* schema = ff.get("schema")) {
+                    g.constraint = grammar::parse_gbnf(grammar::json_schema_to_gbnf(*schema));
+                } else {
+                    g.constraint = grammar::parse_gbnf(grammar::json_object_gbnf());
+                }
+            } else if (*type == "json_schema") {
+                const Json* spec = ff.get("json_schema");
+                if (spec == nullptr || !spec->is_object())
+                    bad("response_format",
+                        "'response_format' of type 'json_schema' needs a 'json_schema' object");
+                const Fields sf(*spec);
+                sf.string("name");  // type-checked; OpenAI requires it, it changes nothing here
+                sf.boolean("strict");
+                const Json* schema = sf.get("schema");
+                g.constraint = grammar::parse_gbnf(
+                    grammar::json_schema_to_gbnf(schema != nullptr ? *schema : Json::object()));
+            } else if (*type != "text") {
+                bad("response_format",
+                    concat("'response_format' has type '", *type,
+                           "': it must be 'text', 'json_object' or 'json_schema'"));
+            }
+        } catch (const UsageError& e) {
+            bad("response_format", e.what());
+        }
+        if (g.constraint) g.constraint_field = "response_format";
+    }
+    if (grammar_text) {
+        if (g.constraint) bad("grammar", "give either 'grammar' or a JSON 'response_format'");
+        try {
+            g.constraint = grammar::parse_gbnf(*grammar_text);
+        } catch (const UsageError& e) {
+            bad("grammar", e.what());
+        }
+        g.constraint_field = "grammar";
+    }
+}
+
+// OpenAI's tools: [{"type": "function", "function": {"name", "description", "parameters"}}].
+Json parse_tools(const Json& tools) {
+    if (!tools.is_array()) bad("tools", concat("'tools' must be an array, got ", kind_of(tools)));
+    if (tools.size() > 128) bad("tools", "'tools' holds at most 128 functions");
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < tools.size(); ++i) {
+        const std::string where = concat("tools[", i, "]");
+        const Json& t = tools[i];
+        if (!t.is_object()) bad("tools", concat("'", where, "' must be an object"));
+        if (Fields(t).string("type").value_or("") != "function")
+            bad("tools", concat("'", where, ".type' must be 'function'"));
+        const Json* fn = Fields(t).get("function");
+        if (fn == nullptr || !fn->is_object())
+            bad("tools", concat("'", where, ".function' must be an object"));
+        const auto name = Fields(*fn).string("name");
+        const bool valid = name && !name->empty() && name->size() <= 64 &&
+                           name->find_first_not_of(
+                               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST"
+                               "UVWXYZ0123456789_-") == std::string::npos;
+        if (!valid)
+            bad("tools",
+                concat("'", where, ".function.name' must be 1 to 64 letters, digits, '_' or '-'"));
+        if (std::find(names.begin(), names.end(), *name) != names.end())
+            bad("tools", concat("two tools are named '", *name, "'"));
+        names.push_back(*name);
+        Fields(*fn).string("description");
+        if (const Json* p = Fields(*fn).get("parameters"); p != nullptr && !p->is_object())
+            bad("tools", concat("'", where, ".function.parameters' must be a JSON Schema object"));
+    }
+    return tools;
+}
+
+ToolChoice parse_tool_choice(const Json& choice, const Json& tools) {
+    if (choice.is_string()) {
+        const auto s = choice.get<std::string>();
+        if (s == "none") return {ToolChoice::Kind::None, ""};
+        if (s == "auto") return {ToolChoice::Kind::Auto, ""};
+        if (s == "required") return {ToolChoice::Kind::Required, ""};
+        bad("tool_choice",
+            concat("'tool_choice' must be 'none', 'auto', 'required' or an object, got '", s, "'"));
+    }
+    if (!choice.is_object()) bad("tool_choice", "'tool_choice' must be a string or an object");
+    const Json* fn = Fields(choice).get("function");
+    const auto name = fn != nullptr && fn->is_object() ? Fields(*fn).string("name") : std::nullopt;
+    if (!name)
+        bad("tool_choice",
+            "'tool_choice' names a function as {\"type\": \"function\", \"function\": {\"name\": "
+            "...}}");
+    bool found = false;
+    for (const Json& t : tools) found = found || t["function"]["name"] == *name;
+    if (!found)
+        bad("tool_choice", concat("'tool_choice' names '", *name, "', which is not among 'tools'"));
+    return {ToolChoice::Kind::Named, *name};
+}
+
 Json parse_messages(const Fields& f) {
     const Json* messages = f.get("messages");
     if (messages == nullptr) bad("messages", "'messages' is required");
@@ -258,7 +363,8 @@ Json parse_json_object(std::string_view body) {
     return doc;
 }
 
-ChatRequest parse_chat_request(std::string_view body, const SamplingParams& defaults) {
+ChatRequest parse_chat_request(std::string_view body, const SamplingParams& defaults,
+                               bool with_constraint) {
     const Json doc = parse_json_object(body);
     const Fields f(doc);
     ChatRequest r;
@@ -269,30 +375,29 @@ ChatRequest parse_chat_request(std::string_view body, const SamplingParams& defa
         if (r.gen.logprobs < 0) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
         r.gen.logprobs = static_cast<int>(*top);
     }
-    if (const Json* tools = f.get("tools")) {
-        if (!tools->is_array())
-            bad("tools", concat("'tools' must be an array, got ", kind_of(*tools)));
-        r.tools = *tools;
-    }
+    if (const Json* tools = f.get("tools")) r.tools = parse_tools(*tools);
     if (const Json* kwargs = f.get("chat_template_kwargs")) {
         if (!kwargs->is_object())
             bad("chat_template_kwargs",
                 concat("'chat_template_kwargs' must be an object, got ", kind_of(*kwargs)));
         r.template_kwargs = *kwargs;
     }
+    const bool has_tools = r.tools.is_array() && !r.tools.empty();
+    r.tool_choice = {has_tools ? ToolChoice::Kind::Auto : ToolChoice::Kind::None, ""};
     if (const Json* choice = f.get("tool_choice")) {
-        if (!choice->is_string() && !choice->is_object())
-            bad("tool_choice", "'tool_choice' must be a string or an object");
+        r.tool_choice = parse_tool_choice(*choice, has_tools ? r.tools : Json::array());
+        if (r.tool_choice.kind == ToolChoice::Kind::Required && !has_tools)
+            bad("tool_choice", "'tool_choice' is 'required' but there are no 'tools'");
+        if (r.tool_choice.kind == ToolChoice::Kind::Auto && !has_tools)
+            r.tool_choice.kind = ToolChoice::Kind::None;  // nothing to call: plain text
         r.template_kwargs["tool_choice"] = *choice;
     }
-    if (const Json* format = f.get("response_format")) {
-        if (!format->is_object()) bad("response_format", "'response_format' must be an object");
-        const auto type = Fields(*format).string("type");
-        if (type != "text")
-            bad("response_format",
-                concat("'response_format' of type '", type.value_or(""),
-                       "' is not supported yet (constrained generation is planned)"));
-    }
+    if (auto v = f.boolean("parallel_tool_calls")) r.parallel_tool_calls = *v;
+    if (with_constraint) parse_constraint(f, r.gen);
+    if (r.gen.constraint && r.tool_choice.kind != ToolChoice::Kind::None)
+        bad(r.gen.constraint_field,
+            concat("'", r.gen.constraint_field,
+                   "' cannot be combined with tools (unless 'tool_choice' is 'none')"));
     return r;
 }
 
@@ -330,6 +435,7 @@ TextCompletionRequest parse_completion_request(std::string_view body,
     if (auto best_of = f.integer("best_of", 1, kMaxChoices); best_of && *best_of > 1)
         bad("best_of", "'best_of' above 1 is not supported");
     if (f.get("suffix") != nullptr) bad("suffix", "'suffix' is not supported");
+    parse_constraint(f, r.gen);
     return r;
 }
 

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "grammar/grammar.h"
+#include "runtime/tool_calling.h"
 #include "sampling/sampler.h"
 
 namespace minfer::server {
@@ -27,12 +29,18 @@ struct GenerationRequest {
     bool include_usage = false;  // stream_options.include_usage
     bool ignore_eos = false;
     int logprobs = -1;  // -1: none; else how many alternatives per token (0 to 20, 5 legacy)
+    // The answer's form, from response_format (json_object, json_schema) or llama-server's
+    // `grammar`, parsed and converted already; `constraint_field` names the field for errors.
+    std::optional<grammar::Grammar> constraint;
+    std::string constraint_field;
 };
 
 struct ChatRequest {
     GenerationRequest gen;
     nlohmann::ordered_json messages;  // content flattened to strings; other fields as sent
-    nlohmann::ordered_json tools;     // null when absent
+    nlohmann::ordered_json tools;     // null when absent; else checked function tools
+    ToolChoice tool_choice;           // Auto by default (None when there are no tools)
+    bool parallel_tool_calls = true;
     nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // + tool_choice
 };
 
@@ -47,7 +55,9 @@ inline constexpr int kMaxTopLogprobs = 20;
 inline constexpr int kMaxLegacyLogprobs = 5;
 
 // Throw ApiError (400) for a body that is not a JSON object or holds a bad field.
-ChatRequest parse_chat_request(std::string_view body, const SamplingParams& defaults);
+// with_constraint false: response_format and grammar are not read (/apply-template).
+ChatRequest parse_chat_request(std::string_view body, const SamplingParams& defaults,
+                               bool with_constraint = true);
 TextCompletionRequest parse_completion_request(std::string_view body,
                                                const SamplingParams& defaults);
 

@@ -9,6 +9,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
+#include "core/log.h"
+
 namespace minfer::server {
 
 class WorkQueue {
@@ -46,7 +49,14 @@ class WorkQueue {
                 task = std::move(tasks_.front());
                 tasks_.pop_front();
             }
-            task();
+            // A task answers its own request; one that throws anyway must not end the process.
+            try {
+                task();
+            } catch (const std::exception& e) {
+                log_warning(concat("minfer: a request's work failed: ", e.what()));
+            } catch (...) {
+                log_warning("minfer: a request's work failed");
+            }
         }
     }
 

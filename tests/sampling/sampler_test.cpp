@@ -222,3 +222,66 @@ TEST(Sampler, RejectsBadParameters) {
 
 }  // namespace
 }  // namespace minfer
+
+namespace minfer {
+namespace {
+
+// A mask over n tokens allowing `ids`.
+std::vector<uint64_t> mask_of(std::size_t n, const std::vector<int32_t>& ids) {
+    std::vector<uint64_t> words((n + 63) / 64, 0);
+    for (const int32_t id : ids)
+        words[static_cast<std::size_t>(id) / 64] |= uint64_t{1} << (id % 64);
+    return words;
+}
+
+TEST(SamplerMask, GreedyPicksTheBestAllowedToken) {
+    std::vector<float> logits(200, 0.0f);
+    logits[7] = 9.0f;    // the best, not allowed
+    logits[130] = 5.0f;  // the best allowed
+    logits[64] = 4.0f;
+    Sampler s(plain(0.0f), 200);
+    EXPECT_EQ(s.sample(logits, mask_of(200, {64, 130, 199})), 130);
+    EXPECT_EQ(s.sample(logits, mask_of(200, {64, 199})), 64);
+    EXPECT_EQ(s.sample(logits, mask_of(200, {199})), 199);
+    EXPECT_EQ(s.sample(logits), 7);
+}
+
+TEST(SamplerMask, WholeWordsAndSingleBitsAgreeWithNoMask) {
+    // A mask allowing everything gives the same draws as no mask.
+    std::vector<float> logits(300);
+    for (std::size_t i = 0; i < logits.size(); ++i) logits[i] = std::sin(static_cast<float>(i));
+    std::vector<int32_t> all(300);
+    for (int32_t i = 0; i < 300; ++i) all[static_cast<std::size_t>(i)] = i;
+    SamplingParams p;  // the default chain: top-k 40 selects through the mask
+    p.seed = 3;
+    Sampler a(p, 300), b(p, 300);
+    const auto everything = mask_of(300, all);
+    for (int i = 0; i < 200; ++i) EXPECT_EQ(a.sample(logits, everything), b.sample(logits));
+}
+
+TEST(SamplerMask, DrawsFollowTheDistributionRenormalizedOverAllowedTokens) {
+    const auto logits = logits_for({0.4, 0.1, 0.2, 0.3});
+    Sampler s(plain(), 4);
+    const auto allowed = mask_of(4, {1, 3});
+    std::vector<double> f(4);
+    for (int i = 0; i < kDraws; ++i)
+        f[static_cast<std::size_t>(s.sample(logits, allowed))] += 1.0 / kDraws;
+    EXPECT_EQ(f[0], 0.0);
+    EXPECT_EQ(f[2], 0.0);
+    EXPECT_NEAR(f[1], 0.25, 0.02);
+    EXPECT_NEAR(f[3], 0.75, 0.02);
+}
+
+TEST(SamplerMask, NoAllowedTokenLeftIsMinusOne) {
+    SamplingParams p = plain(0.0f);
+    p.logit_bias[2] = -INFINITY;
+    Sampler greedy(p, 4);
+    EXPECT_EQ(greedy.sample(std::vector<float>{1, 2, 3, 4}, mask_of(4, {2})), -1);
+    p.temperature = 1.0f;
+    Sampler chain(p, 4);
+    EXPECT_EQ(chain.sample(std::vector<float>{1, 2, 3, 4}, mask_of(4, {2})), -1);
+    EXPECT_EQ(chain.sample(std::vector<float>{1, 2, 3, 4}, mask_of(4, {1, 2})), 1);
+}
+
+}  // namespace
+}  // namespace minfer

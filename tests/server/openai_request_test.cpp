@@ -53,7 +53,8 @@ TEST(OpenAiRequest, ReadsEveryField) {
         "frequency_penalty": -0.5, "repeat_penalty": 1.1, "seed": 42, "stop": ["x", "", "y"],
         "n": 2, "stream": true, "stream_options": {"include_usage": true}, "max_completion_tokens": 9,
         "max_tokens": 3, "logprobs": true, "top_logprobs": 4, "logit_bias": {"5": 2, "6": -100},
-        "ignore_eos": true, "tools": [{"type": "function"}], "tool_choice": "auto",
+        "ignore_eos": true, "tools": [{"type": "function", "function": {"name": "f"}}],
+        "tool_choice": "auto",
         "chat_template_kwargs": {"enable_thinking": false}, "some_unknown_field": [1, 2]})",
                                              defaults());
     EXPECT_EQ(r.gen.model, "gpt-4o");
@@ -108,7 +109,7 @@ TEST(OpenAiRequest, EveryBadFieldIsA400NamingIt) {
                               R"("seed":"x")",
                               R"("tools":{})",
                               R"("stream_options":true)",
-                              R"("response_format":{"type":"json_object"})",
+                              R"("response_format":{"type":"xml"})",
                               R"("chat_template_kwargs":[])"}) {
         const std::string body = concat("{", m, ",", field, "}");
         EXPECT_NE(refused_param(body), "") << body;
@@ -134,6 +135,99 @@ TEST(OpenAiRequest, CompletionPrompts) {
     EXPECT_EQ(refused_param(R"({})", false), "prompt");
     EXPECT_EQ(refused_param(R"({"prompt":"a","logprobs":6})", false), "logprobs");
     EXPECT_EQ(refused_param(R"({"prompt":"a","echo":true})", false), "echo");
+}
+
+}  // namespace
+}  // namespace minfer::server
+
+namespace minfer::server {
+namespace {
+
+std::string chat_with(const std::string& fields) {
+    return R"({"messages":[{"role":"user","content":"hi"}],)" + fields + "}";
+}
+
+const char* kTools = R"("tools":[{"type":"function","function":{"name":"f","parameters":
+    {"type":"object","properties":{"x":{"type":"integer"}}}}},
+    {"type":"function","function":{"name":"g"}}])";
+
+TEST(OpenAiRequest, ResponseFormatsAndGrammars) {
+    EXPECT_FALSE(parse_chat_request(chat_with(R"("response_format":{"type":"text"})"), defaults())
+                     .gen.constraint);
+    const ChatRequest object =
+        parse_chat_request(chat_with(R"("response_format":{"type":"json_object"})"), defaults());
+    ASSERT_TRUE(object.gen.constraint);
+    EXPECT_EQ(object.gen.constraint_field, "response_format");
+    const ChatRequest schema = parse_chat_request(
+        chat_with(R"("response_format":{"type":"json_schema","json_schema":{"name":"n",
+            "strict":true,"schema":{"type":"integer","minimum":3,"maximum":5}}})"),
+        defaults());
+    ASSERT_TRUE(schema.gen.constraint);
+    EXPECT_NE(schema.gen.constraint->to_gbnf().find("[3-5]"), std::string::npos);
+    const ChatRequest grammar =
+        parse_chat_request(chat_with(R"("grammar":"root ::= \"a\"")"), defaults());
+    EXPECT_EQ(grammar.gen.constraint_field, "grammar");
+    EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","grammar":"root ::= [0-9]"})", defaults())
+                    .gen.constraint);
+    // Refused, naming the field.
+    EXPECT_EQ(refused_param(chat_with(R"("response_format":{"type":"yaml"})")), "response_format");
+    EXPECT_EQ(refused_param(chat_with(R"("response_format":{"type":"json_schema"})")),
+              "response_format");
+    EXPECT_EQ(
+        refused_param(chat_with(
+            R"("response_format":{"type":"json_schema","json_schema":{"schema":{"not":{}}}})")),
+        "response_format");
+    EXPECT_EQ(refused_param(chat_with(R"("grammar":"root ::= ")")), "");  // an empty root is fine
+    EXPECT_EQ(refused_param(chat_with(R"("grammar":"root = x")")), "grammar");
+    EXPECT_EQ(refused_param(chat_with(R"("grammar":5)")), "grammar");
+    EXPECT_EQ(refused_param(chat_with(
+                  R"("grammar":"root ::= \"a\"","response_format":{"type":"json_object"})")),
+              "grammar");
+}
+
+TEST(OpenAiRequest, ToolsAndToolChoice) {
+    const ChatRequest autod = parse_chat_request(chat_with(kTools), defaults());
+    EXPECT_EQ(autod.tool_choice.kind, ToolChoice::Kind::Auto);
+    EXPECT_TRUE(autod.parallel_tool_calls);
+    const ChatRequest named = parse_chat_request(
+        chat_with(
+            std::string(kTools) +
+            R"(,"tool_choice":{"type":"function","function":{"name":"g"}},"parallel_tool_calls":false)"),
+        defaults());
+    EXPECT_EQ(named.tool_choice.kind, ToolChoice::Kind::Named);
+    EXPECT_EQ(named.tool_choice.name, "g");
+    EXPECT_FALSE(named.parallel_tool_calls);
+    EXPECT_EQ(
+        parse_chat_request(chat_with(std::string(kTools) + R"(,"tool_choice":"none")"), defaults())
+            .tool_choice.kind,
+        ToolChoice::Kind::None);
+    EXPECT_EQ(parse_chat_request(chat_with(R"("tool_choice":"none")"), defaults()).tool_choice.kind,
+              ToolChoice::Kind::None);
+    // Refused, naming the field.
+    EXPECT_EQ(refused_param(chat_with(R"("tools":{})")), "tools");
+    EXPECT_EQ(refused_param(chat_with(R"("tools":[{"type":"code"}])")), "tools");
+    EXPECT_EQ(
+        refused_param(chat_with(R"("tools":[{"type":"function","function":{"name":"a b"}}])")),
+        "tools");
+    EXPECT_EQ(
+        refused_param(chat_with(
+            R"("tools":[{"type":"function","function":{"name":"a"}},{"type":"function","function":{"name":"a"}}])")),
+        "tools");
+    EXPECT_EQ(refused_param(chat_with(
+                  R"("tools":[{"type":"function","function":{"name":"a","parameters":[]}}])")),
+              "tools");
+    EXPECT_EQ(refused_param(chat_with(std::string(kTools) + R"(,"tool_choice":"sometimes")")),
+              "tool_choice");
+    EXPECT_EQ(
+        refused_param(chat_with(std::string(kTools) +
+                                R"(,"tool_choice":{"type":"function","function":{"name":"h"}})")),
+        "tool_choice");
+    EXPECT_EQ(refused_param(chat_with(R"("tool_choice":"required")")), "tool_choice");
+    EXPECT_EQ(refused_param(chat_with(std::string(kTools) + R"(,"parallel_tool_calls":"yes")")),
+              "parallel_tool_calls");
+    EXPECT_EQ(refused_param(
+                  chat_with(std::string(kTools) + R"(,"response_format":{"type":"json_object"})")),
+              "response_format");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/half.h"
+#include "kernels/ops.h"
 #include "quant/block_types.h"
 
 namespace minfer {
@@ -42,7 +43,7 @@ void attend_head_q8_0(const AttentionParams& s, const CpuKvPool& kv, int layer, 
             kv.k_row(layer, slot_of(table, first + i, block_size)) +
             static_cast<std::size_t>(kv_head) * k_head_bytes);
         float score = dot_f32_q8_0(q, k, s.head_dim_k) * s.scale;
-        if (s.softcap > 0.0f) score = std::tanh(score * (1.0f / s.softcap)) * s.softcap;
+        if (s.softcap > 0.0f) score = soft_cap(score, s.softcap);
         ws.scores[static_cast<std::size_t>(i)] = score;
         max_score = std::max(max_score, score);
     }

@@ -395,12 +395,10 @@ class CpuBackend final : public Backend {
         for (int64_t i = begin; i < end; ++i) x[i] *= op.factor;
     }
 
-    // ggml's three ops: x * (1 / cap), tanh, * cap.
     void softcap(const Op& op, int thread, int n_threads) {
         float* x = buf(op.dst);
-        const float inverse = 1.0f / op.factor;
         const auto [begin, end] = share(op.rows * op.width, thread, n_threads);
-        for (int64_t i = begin; i < end; ++i) x[i] = std::tanh(x[i] * inverse) * op.factor;
+        for (int64_t i = begin; i < end; ++i) x[i] = soft_cap(x[i], op.factor);
     }
 
     void moe_route(const Op& op, int thread, int n_threads) {

@@ -63,6 +63,7 @@ test("replicas behind nginx: spread, a replica killed mid-load, no request lost"
     for (let wave = 0; wave < 4; ++wave) answers.push(...await Promise.all(Array.from({ length: 16 }, () => ask())));
     assert.equal(answers.length, 64);
     for (const r of answers) assert.equal(r.choices[0].message.content, answers[0].choices[0].message.content);
+    await eventually(() => served(a) + served(b) >= 64, 5000, "the access log of 64 requests");
     assert.ok(served(a) > 0 && served(b) > 0, `replica a ${served(a)}, b ${served(b)}`);
     assert.equal(served(a) + served(b), 64);
 
@@ -110,6 +111,8 @@ test("after a replica dies the next requests all succeed", async (t) => {
     const rs = await Promise.all(Array.from({ length: 16 }, () =>
       client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "Hi" }], max_tokens: 4, ignore_eos: true })));
     assert.equal(rs.length, 16);
+    // (The access-log line follows the response: it may reach us a moment after it.)
+    await eventually(() => served(b) >= 16, 5000, "the access log of 16 requests");
     assert.equal(served(b), 16);
   } finally {
     await lb.stop();
