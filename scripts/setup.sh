@@ -13,10 +13,13 @@ packages=(
     libcli11-dev                      # command-line parsing
     libedit-dev                       # line editing for `minfer chat`
     libboost-dev                      # Boost.Asio + Boost.Beast: the HTTP server of `minfer serve`
+    libcurl4-openssl-dev              # downloads: hf:, ollama: and URL references (TLS, proxies, ranges)
+    libssl-dev                        # OpenSSL's libcrypto: SHA-256 of downloads at disk speed
     chromium                          # the chat page's test in a real (headless) browser
     nginx                             # the replicas test behind a load balancer
     libgtest-dev libgmock-dev libbenchmark-dev
-    python3 python3-numpy             # ../shared/tools/reference_forward.py
+    python3 python3-numpy             # ../shared/tools/reference_forward.py; python3 also plays the
+                                      # hub and registry in tests/hub (fake_hub.py, standard library)
 )
 
 # Node.js and npm run the server's tests with the real `openai` npm client; a Node already on the

@@ -287,7 +287,7 @@ void add_bench_command(CLI::App& app) {
     auto o = std::make_shared<BenchOptions>();
     CLI::App* cmd = app.add_subcommand(
         "bench", "Measure prompt processing and generation speed, like llama-bench");
-    cmd->add_option("model", o->model, "GGUF model file")->required();
+    cmd->add_option("model", o->model, kModelHelp)->required();
     cmd->add_option("-p,--n-prompt", o->n_prompt,
                     "Prompt lengths to test, comma-separated (0 skips)")
         ->capture_default_str();

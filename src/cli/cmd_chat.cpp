@@ -77,8 +77,7 @@ void add_chat_command(CLI::App& app) {
     auto o = std::make_shared<ChatOptions>();
     CLI::App* cmd = app.add_subcommand(
         "chat", "Talk with a model in the terminal (or one message per stdin line)");
-    cmd->add_option("model", o->model, "GGUF file, first part of a split model, or a directory")
-        ->required();
+    cmd->add_option("model", o->model, kModelHelpWithDefault);
     cmd->add_option("--system", o->system, "System message");
     cmd->add_option("--template", o->template_file,
                     "Use this Jinja chat template instead of the model's");
@@ -91,6 +90,7 @@ void add_chat_command(CLI::App& app) {
     add_sampling_flags(cmd, o->sampling);
     add_grammar_flags(cmd, o->grammar);
     cmd->callback([o] {
+        if (o->model.empty()) o->model = default_model();
         const SamplingParams sampling = to_sampling_params(o->sampling);
         if (::isatty(STDIN_FILENO) != 1) require_readable_standard_input();
         std::optional<std::string> template_source;

@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/model_loading.h"
 #include "core/terminal_text.h"
 #include "gguf/gguf_file.h"
 
@@ -219,12 +220,11 @@ void add_info_command(CLI::App& app) {
     auto opts = std::make_shared<Options>();
     CLI::App* cmd =
         app.add_subcommand("info", "Show what a GGUF file holds: metadata, tensors, summary");
-    cmd->add_option("model", opts->model, "GGUF file, first part of a split model, or a directory")
-        ->required();
+    cmd->add_option("model", opts->model, kModelHelp)->required();
     cmd->add_flag("--json", opts->json, "Print one JSON document instead of text");
     cmd->add_flag("--full", opts->full, "Print every element of long arrays");
     cmd->callback([opts] {
-        const GgufFile file = GgufFile::open(resolve_model_path(opts->model));
+        const GgufFile file = GgufFile::open(resolve_model_for_cli(opts->model));
         if (opts->json) {
             print_json(file, opts->full);
         } else {

@@ -12,7 +12,9 @@
 
 #include "cli/commands.h"
 #include "cli/format.h"
+#include "cli/model_loading.h"
 #include "cli/progress_bar.h"
+#include "core/atomic_output_file.h"
 #include "core/cpu_set.h"
 #include "core/error.h"
 #include "core/terminal_text.h"
@@ -78,7 +80,9 @@ void add_quantize_command(CLI::App& app) {
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand(
         "quantize", "Convert an F32/F16/BF16 model to a quantized type, as llama-quantize does");
-    cmd->add_option("input", opts->input, "GGUF model to read (F32, F16 or BF16 weights)")
+    cmd->add_option("input", opts->input,
+                    "GGUF model to read (F32, F16 or BF16 weights): a path or a reference "
+                    "(hf:, ollama:, URL)")
         ->required();
     cmd->add_option("output", opts->output, "GGUF file to write (never the input)")->required();
     cmd->add_option("type", opts->type, "Quantization: " + mix_names())->required();
@@ -90,6 +94,9 @@ void add_quantize_command(CLI::App& app) {
             throw UsageError(concat("unknown quantization type '", opts->type,
                                     "'; expected one of ", mix_names()));
         }
+        // OUT is checked before a reference's download, which may take minutes.
+        resolve_output_target(opts->output);
+        const auto input = resolve_model_for_cli(opts->input);
         ProgressBar bar;  // "[#####-----]  45%  4/39  blk.3.ffn_up.weight" on a terminal
         ModelQuantizeOptions options;
         options.threads = clamp_thread_count(opts->threads, "-t");
@@ -108,8 +115,7 @@ void add_quantize_command(CLI::App& app) {
         {
             const TemporaryCleanupOnSignal cleanup;
             try {
-                result =
-                    quantize_model(resolve_model_path(opts->input), opts->output, *mix, options);
+                result = quantize_model(input, opts->output, *mix, options);
             } catch (...) {
                 bar.finish();
                 throw;

@@ -119,8 +119,7 @@ void print_json(const LoadedModel& loaded, const EngineStart& start, const Seque
 void add_run_command(CLI::App& app) {
     auto o = std::make_shared<RunOptions>();
     CLI::App* cmd = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
-    cmd->add_option("model", o->model, "GGUF file, first part of a split model, or a directory")
-        ->required();
+    cmd->add_option("model", o->model, kModelHelpWithDefault);
     auto* prompt = cmd->add_option("-p,--prompt", o->prompt, "The prompt");
     auto* file = cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file");
     auto* tokens = cmd->add_option("--tokens", o->tokens,
@@ -149,6 +148,7 @@ void add_run_command(CLI::App& app) {
     add_sampling_flags(cmd, o->sampling);
     add_grammar_flags(cmd, o->grammar);
     cmd->callback([o, prompt, file, tokens, system] {
+        if (o->model.empty()) o->model = default_model();
         if (!prompt->count() && !file->count() && !tokens->count()) {
             throw UsageError("give a prompt: -p TEXT, -f FILE or --tokens 1,2,3");
         }

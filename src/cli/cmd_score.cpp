@@ -59,7 +59,7 @@ void add_score_command(CLI::App& app) {
     auto o = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand(
         "score", "Teacher-forced evaluation: the top next tokens at every position");
-    cmd->add_option("model", o->model, "GGUF model file")->required();
+    cmd->add_option("model", o->model, kModelHelp)->required();
     add_prompt_flags(cmd, o->prompt);
     cmd->add_option("--top", o->top, "How many of the best next tokens to show per position")
         ->check(CLI::Range(1, 1000))

@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/log.h"
+#include "hub/reference.h"
 #include "sampling/sampler.h"
 #include "server/api_server.h"
 
@@ -72,6 +73,7 @@ std::string api_key_of(const ServeOptions& o) {
 }
 
 std::string alias_of(const std::string& model) {
+    if (hub::looks_remote(model)) return model;  // hf:..., ollama:..., a URL: the name as given
     std::filesystem::path p(model);
     std::string name = p.filename().string();
     if (name.empty()) name = p.parent_path().filename().string();
@@ -108,8 +110,7 @@ void add_serve_command(CLI::App& app) {
     auto o = std::make_shared<ServeOptions>();
     CLI::App* cmd = app.add_subcommand(
         "serve", "Serve the model over an OpenAI-compatible HTTP API, with a chat page at /");
-    cmd->add_option("model", o->model, "GGUF file, first part of a split model, or a directory")
-        ->required();
+    cmd->add_option("model", o->model, kModelHelp)->required();
     cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
     cmd->add_option("--port", o->port, "Port to listen on (0: any free port)")
         ->check(CLI::Range(0, 65535))
@@ -214,10 +215,13 @@ void add_serve_command(CLI::App& app) {
         engine_options.memory_advice =
             "; lower -np, --ctx or --kv-cache-tokens, or use --cache-type q8_0";
 
+        // A download still running when a shutdown comes stops there (and resumes next time).
+        auto stop_loading = std::make_shared<std::atomic<bool>>(false);
         server::ApiServer api(s, [o, engine_options, template_source, n_parallel = s.n_parallel,
-                                  defaults = s.defaults] {
+                                  defaults = s.defaults, stop_loading] {
             server::ServedModel served;
-            served.loaded = load_model_for_cli(o->model, false, template_source);
+            served.loaded =
+                load_model_for_cli(o->model, false, template_source, stop_loading.get());
             // The default --logit-bias ids against the vocabulary, now that it is known: else
             // every request would be refused for the server's own flag.
             Sampler(defaults, static_cast<int32_t>(served.loaded.tokenizer->n_vocab()));
@@ -236,10 +240,11 @@ void add_serve_command(CLI::App& app) {
         // SIGTERM or Ctrl-C: a graceful shutdown; a second one exits at once. When run() ends
         // (or throws), the waiter is woken with `done` set and leaves without touching `api`.
         std::atomic<bool> done{false};
-        std::thread signal_waiter([&api, &done, signals] {
+        std::thread signal_waiter([&api, &done, signals, stop_loading] {
             int sig = 0;
             sigwait(&signals, &sig);
             if (done) return;
+            *stop_loading = true;
             log_info(concat("minfer: ", sig == SIGTERM ? "SIGTERM" : "SIGINT",
                             ": finishing running requests, then exiting"));
             api.shutdown();

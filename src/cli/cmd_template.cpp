@@ -12,6 +12,7 @@
 
 #include "chat/chat_template.h"
 #include "cli/commands.h"
+#include "cli/model_loading.h"
 #include "core/file_io.h"
 #include "gguf/gguf_file.h"
 
@@ -68,7 +69,7 @@ void run(const TemplateOptions& o) {
     in.add_generation_prompt = !o.no_generation_prompt;
     if (!o.now.empty()) in.now = parse_now(o.now);
 
-    const GgufFile file = GgufFile::open(resolve_model_path(o.model));
+    const GgufFile file = GgufFile::open(resolve_model_for_cli(o.model));
     const auto& meta = file.metadata();
     std::optional<std::filesystem::path> override_file;
     if (!o.template_file.empty()) override_file = o.template_file;
@@ -87,8 +88,7 @@ void add_template_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("template",
                                        "Print the prompt a model's chat template makes of a "
                                        "conversation (exactly, no newline added)");
-    cmd->add_option("model", options->model, "GGUF model file (or a folder holding one)")
-        ->required();
+    cmd->add_option("model", options->model, kModelHelp)->required();
     auto* messages = cmd->add_option("--messages", options->messages_file,
                                      "JSON file: a list of OpenAI-style messages");
     auto* user =

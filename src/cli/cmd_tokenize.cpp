@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/model_loading.h"
 #include "cli/token_list.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -17,7 +18,7 @@ namespace minfer::cli {
 namespace {
 
 Tokenizer load_tokenizer(const std::string& model) {
-    const GgufFile file = GgufFile::open(resolve_model_path(model));
+    const GgufFile file = GgufFile::open(resolve_model_for_cli(model));
     return Tokenizer::from_gguf(file.metadata());
 }
 
@@ -68,8 +69,7 @@ void add_tokenize_command(CLI::App& app) {
     };
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand("tokenize", "Show how a model's tokenizer splits a text");
-    cmd->add_option("model", opts->model, "GGUF file, first part of a split model, or a directory")
-        ->required();
+    cmd->add_option("model", opts->model, kModelHelp)->required();
     CLI::Option* text = cmd->add_option("text", opts->text, "The text to tokenize");
     CLI::Option* file = cmd->add_option("-f,--file", opts->file, "Read the text from this file");
     text->excludes(file);
@@ -111,8 +111,7 @@ void add_detokenize_command(CLI::App& app) {
     auto opts = std::make_shared<Options>();
     CLI::App* cmd = app.add_subcommand(
         "detokenize", "Turn token ids (1,2,3) back into text with a model's tokenizer");
-    cmd->add_option("model", opts->model, "GGUF file, first part of a split model, or a directory")
-        ->required();
+    cmd->add_option("model", opts->model, kModelHelp)->required();
     cmd->add_option("ids", opts->ids, "Token ids, separated by commas or spaces")->required();
     cmd->add_flag("--hide-special", opts->hide_special,
                   "Leave out control tokens such as <s> instead of showing their text");

@@ -17,5 +17,8 @@ void add_tokenize_command(CLI::App& app);
 void add_detokenize_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_bench_serve_command(CLI::App& app);
+void add_pull_command(CLI::App& app);
+void add_list_command(CLI::App& app);
+void add_rm_command(CLI::App& app);
 
 }  // namespace minfer::cli

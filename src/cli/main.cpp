@@ -99,6 +99,9 @@ int main(int argc, char** argv) {
     minfer::cli::add_quantize_command(app);
     minfer::cli::add_tokenize_command(app);
     minfer::cli::add_detokenize_command(app);
+    minfer::cli::add_pull_command(app);
+    minfer::cli::add_list_command(app);
+    minfer::cli::add_rm_command(app);
 
     std::string help_topic;
     CLI::App* help = app.add_subcommand("help", "Show help for a command: minfer help COMMAND");
@@ -136,6 +139,10 @@ int main(int argc, char** argv) {
         app.exit(e);
         return cli::kExitUsageError;
     } catch (const cli::InterruptedByUser&) {
+        return report_output_errors_then(cli::kExitInterrupted);
+    } catch (const minfer::Cancelled& e) {
+        // Ctrl-C during a download: what is kept and how to resume.
+        print_error(e.what());
         return report_output_errors_then(cli::kExitInterrupted);
     } catch (const minfer::UsageError& e) {
         print_error(e.what());

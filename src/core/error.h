@@ -46,6 +46,13 @@ class IoError : public Error {
     using Error::Error;
 };
 
+// Work stopped because its caller asked it to (Ctrl-C during a download): the CLI exits 130.
+// Whatever was done so far is kept in a state the next attempt can use (a resumable download).
+class Cancelled : public Error {
+  public:
+    using Error::Error;
+};
+
 // Builds a message from any streamable pieces: concat("tensor '", name, "' at offset ", off).
 // (libstdc++ 12 has no std::format.)
 template <class... Args>

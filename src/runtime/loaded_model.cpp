@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "grammar/json_schema.h"
+#include "hub/resolver.h"
 
 namespace minfer {
 namespace {
@@ -56,15 +57,10 @@ std::shared_ptr<grammar::CompiledGrammar> LoadedModel::compile_grammar(
 }
 
 LoadedModel load_model(const std::string& reference, const LoadOptions& options) {
-    for (const char* scheme : {"hf:", "ollama:", "hf://", "https://", "http://"}) {
-        if (reference.rfind(scheme, 0) == 0) {
-            throw UnsupportedError(
-                concat("'", reference, "': downloading models (", scheme,
-                       ") is not supported yet; download the GGUF file and pass its path"));
-        }
-    }
+    const hub::ResolvedModel resolved =
+        hub::resolve_model(reference, hub::ResolveMode::CacheFirst, options.download);
     const auto start = std::chrono::steady_clock::now();
-    auto model = Model::load(resolve_model_path(reference));
+    auto model = Model::load(resolved.path);
     if (options.on_read_progress) {
         volatile unsigned sink = touch_pages(model->file(), options.on_read_progress);
         (void)sink;
@@ -80,6 +76,7 @@ LoadedModel load_model(const std::string& reference, const LoadOptions& options)
         chat::special_token_text(meta, "tokenizer.ggml.bos_token_id"),
         chat::special_token_text(meta, "tokenizer.ggml.eos_token_id"),
         0,
+        resolved.reference,
     };
     loaded.load_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

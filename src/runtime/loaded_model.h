@@ -1,8 +1,9 @@
 #pragma once
 // What every command that runs a model starts from, loaded once: the model, its tokenizer and its
 // chat template (the model's, a replacement, or ChatML), with the special-token texts templates
-// use. Reference resolution lives here too, not in a front end: a path, a directory holding one
-// model, the first part of a split model (hf: and ollama: are recognised and refused for now).
+// use. Reference resolution happens here too, not in a front end: a path, a directory holding one
+// model, the first part of a split model, or hf:/ollama:/URL references resolved (and downloaded
+// when missing) through hub/resolver.h.
 
 #include <functional>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "chat/chat_template.h"
 #include "grammar/compiled_grammar.h"
+#include "hub/download.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -22,6 +24,8 @@ struct LoadOptions {
     // When set, every page of the weights is read once at load (so the first answer does not
     // stall on a cold disk), reporting the fraction done.
     std::function<void(double fraction)> on_read_progress;
+    // Progress, notices and Ctrl-C for a download a remote reference needs.
+    hub::DownloadEvents download;
 };
 
 struct GrammarVocabularySlot;
@@ -33,7 +37,9 @@ struct LoadedModel {
     // The model has a template of its own or one was given (else chat_template is ChatML).
     bool has_template = false;
     std::string bos_text, eos_text;  // the BOS and EOS tokens' texts, for templates
-    double load_ms = 0;
+    double load_ms = 0;              // mapping and parsing, not a download
+    // The canonical reference when the model came from a hub, registry or URL ("" for a path).
+    std::string reference;
     std::shared_ptr<GrammarVocabularySlot> grammar_slot = make_grammar_slot();
 
     // The vocabulary as grammars use it, built on first use (with the masks every JSON grammar
@@ -46,7 +52,8 @@ struct LoadedModel {
     static std::shared_ptr<GrammarVocabularySlot> make_grammar_slot();
 };
 
-// Throws UnsupportedError for hf:/ollama:/URLs, IoError/FormatError for files.
+// Throws IoError/FormatError for files, what hub::resolve_model throws for remote references
+// (UsageError for a malformed one, Cancelled on Ctrl-C during a download).
 LoadedModel load_model(const std::string& reference, const LoadOptions& options = {});
 
 }  // namespace minfer

@@ -126,8 +126,10 @@ TEST(RunCommand, BadInputsGiveOneErrorLine) {
         {{"run", model.string(), "-p", "x", "--top-p", "0"}, "--top-p"},
         {{"run", model.string(), "--tokens", "1,x"}, "'x' is not a token id"},
         {{"run", model.string(), "--tokens", "1,99999"}, "out of range"},
-        {{"run", "hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF", "-p", "x"}, "not supported yet"},
-        {{"run", "ollama:llama3", "-p", "x"}, "not supported yet"},
+        // Malformed references are refused before any request (tests/hub has the rest).
+        {{"run", "hf:no-owner", "-p", "x"}, "expected hf:OWNER/REPO"},
+        {{"run", "ollama:a/b/c", "-p", "x"}, "is not a model name"},
+        {{"run", "hf:o/r/../../x.gguf", "-p", "x"}, "not a file path"},
     };
     for (const auto& [args, needle] : cases) {
         const auto r = run_minfer(args);
