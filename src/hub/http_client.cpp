@@ -273,7 +273,11 @@ HttpResponse HttpClient::get(const HttpRequest& request, const TransferHooks& ho
         }
         if (code != CURLE_OK) {
             const std::string detail = errbuf[0] != '\0' ? errbuf : curl_easy_strerror(code);
-            if (is_network_failure(code)) throw NetworkError(concat(where, ": ", detail));
+            if (is_network_failure(code)) {
+                const bool unresolved =
+                    code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY;
+                throw NetworkError(concat(where, ": ", detail), !unresolved);
+            }
             throw IoError(concat(where, ": ", detail));
         }
         if (is_redirect(t.response.status)) {
@@ -315,7 +319,7 @@ void with_retries(const TransferPolicy& policy, const std::atomic<bool>* cancel,
             attempt();
             return;
         } catch (const NetworkError& e) {
-            if (tries >= policy.retries) throw;
+            if (!e.retryable() || tries >= policy.retries) throw;
             what = e.what();
         } catch (const HttpError& e) {
             if (!e.retryable() || tries >= policy.retries) throw;

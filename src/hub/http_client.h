@@ -28,10 +28,16 @@
 namespace minfer::hub {
 
 // The server could not be reached or the transfer broke off (refused, reset, timed out, stalled,
-// cut short): worth retrying, and the case where a cached model is used instead.
+// cut short): the case where a cached model is used instead. Worth retrying, unless the host name
+// did not resolve: offline or misspelt, waiting would only delay the answer (five retries took 31 s).
 class NetworkError : public IoError {
   public:
-    using IoError::IoError;
+    explicit NetworkError(const std::string& message, bool retryable = true)
+        : IoError(message), retryable_(retryable) {}
+    bool retryable() const { return retryable_; }
+
+  private:
+    bool retryable_;
 };
 
 // An HTTP status that ends a request. Retryable: 408, 429 and 5xx (retry_after from the
