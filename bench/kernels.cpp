@@ -3,8 +3,9 @@
 // weights read and as a fraction of the measured bandwidth, and GEMM (512 tokens) in GFLOP/s
 // (2 * rows * cols * tokens per call), on 1 and 2 threads; then one token on Qwen2 0.5B's
 // matrices in the fast and the batch-invariant mode (BM_GemvFast / BM_GemvInvariant). Also the
-// thread pool's dispatch overhead. Benchmarks run in registration order, so the limits are known
-// when matmul runs.
+// thread pool's dispatch overhead. The "Packed" variants run the same products on the interleaved
+// layout the CPU backend builds at load (kernels/packed_layout.h). Benchmarks run in registration
+// order, so the limits are known when matmul runs.
 
 #include <benchmark/benchmark.h>
 
@@ -19,6 +20,7 @@
 #include "core/half.h"
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
+#include "kernels/packed_layout.h"
 #include "quant/quantize.h"
 
 #if defined(__x86_64__)
@@ -167,23 +169,53 @@ constexpr int64_t kDim = 4096;
 // through copies of the matrix spanning at least 128 MiB, four times the 32 MiB L3.
 constexpr std::size_t kStreamBytes = std::size_t{128} << 20;
 
+struct alignas(64) Line {
+    std::byte bytes[64];
+};
+
 struct Weights {
     GgmlType type = GgmlType::F32;
     int64_t n_cols = 0, n_rows = 0;
     std::vector<std::byte> bytes;  // n_copies copies of one matrix
     std::size_t matrix_bytes = 0;
     std::size_t n_copies = 1;
+    std::vector<Line> packed;  // the copies interleaved (after pack())
+    std::size_t packed_bytes = 0;
     minfer::WeightMatrix view(std::size_t copy = 0) const {
-        return {type, n_cols, n_rows,
-                std::span<const std::byte>(bytes).subspan(copy * matrix_bytes, matrix_bytes)};
+        minfer::WeightMatrix w{
+            type, n_cols, n_rows,
+            std::span<const std::byte>(bytes).subspan(copy * matrix_bytes, matrix_bytes)};
+        if (!packed.empty()) {
+            w.packed = std::span<const std::byte>(packed.front().bytes + copy * packed_bytes,
+                                                  packed_bytes);
+        }
+        return w;
+    }
+    void pack() {
+        if (!packed.empty()) return;
+        const auto layout = minfer::kernels::packed_layout(type, n_cols, n_rows);
+        packed_bytes = (layout.bytes() + 63) / 64 * 64;
+        packed.resize(packed_bytes / 64 * n_copies);
+        for (std::size_t c = 0; c < n_copies; ++c) {
+            const minfer::WeightMatrix w{
+                type, n_cols, n_rows,
+                std::span<const std::byte>(bytes).subspan(c * matrix_bytes, matrix_bytes)};
+            minfer::kernels::repack_groups(w, 0, layout.n_groups,
+                                           packed.front().bytes + c * packed_bytes);
+        }
     }
 };
 
 // One matrix set at a time (the benchmarks of one matrix run one after the other; the 151936-row
 // output matrices take up to 272 MB each).
-const Weights& weights_of(GgmlType type, int64_t n_cols = kDim, int64_t n_rows = kDim) {
+const Weights& weights_of(GgmlType type, int64_t n_cols = kDim, int64_t n_rows = kDim,
+                          bool packed = false) {
     static Weights w;
-    if (w.type == type && w.n_cols == n_cols && w.n_rows == n_rows) return w;
+    if (w.type == type && w.n_cols == n_cols && w.n_rows == n_rows) {
+        if (packed) w.pack();
+        if (!packed) w.packed.clear();
+        return w;
+    }
     w = Weights{};
     // Roughly normal weights (sum of 4 uniforms) from a cheap generator; 1024 distinct rows
     // repeated (the speed does not depend on the values), so that setup stays fast.
@@ -216,6 +248,7 @@ const Weights& weights_of(GgmlType type, int64_t n_cols = kDim, int64_t n_rows =
     for (std::size_t c = 1; c < w.n_copies; ++c) {
         std::memcpy(w.bytes.data() + c * w.matrix_bytes, w.bytes.data(), w.matrix_bytes);
     }
+    if (packed) w.pack();
     return w;
 }
 
@@ -230,10 +263,10 @@ std::vector<float> activations(int64_t n_tokens, int64_t n_cols = kDim) {
 // One token (or range(1) tokens) against an n_cols x n_rows matrix streamed from DRAM, in GB/s of
 // weights read (and as a fraction of the measured read bandwidth).
 void gemv(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows,
-          minfer::MatmulMode mode) {
+          minfer::MatmulMode mode, bool packed = false) {
     const int n_threads = static_cast<int>(state.range(0));
     const int64_t n_tokens = state.range(1) > 0 ? state.range(1) : 1;
-    const Weights& w = weights_of(type, n_cols, n_rows);
+    const Weights& w = weights_of(type, n_cols, n_rows, packed);
     const std::vector<float> x = activations(n_tokens, n_cols);
     std::vector<float> y(static_cast<std::size_t>(n_rows * n_tokens));
     minfer::MatmulScratch scratch;
@@ -258,6 +291,9 @@ void gemv(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows
 void BM_Gemv(benchmark::State& state, GgmlType type) {
     gemv(state, type, kDim, kDim, minfer::MatmulMode::kGemvForOneToken);
 }
+void BM_GemvPacked(benchmark::State& state, GgmlType type) {
+    gemv(state, type, kDim, kDim, minfer::MatmulMode::kBatchInvariant, /*packed=*/true);
+}
 
 // Decoding's matrices of Qwen2 0.5B (n_cols x n_rows: 896 x 4864 FFN up/gate, 4864 x 896 FFN
 // down, 896 x 151936 output), one token, in the fast mode (GEMV) and in the batch-invariant mode
@@ -268,11 +304,14 @@ void BM_GemvFast(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t
 void BM_GemvInvariant(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows) {
     gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kBatchInvariant);
 }
+void BM_GemvPackedShape(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows) {
+    gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kBatchInvariant, /*packed=*/true);
+}
 
-void BM_Gemm(benchmark::State& state, GgmlType type) {
+void gemm(benchmark::State& state, GgmlType type, bool packed) {
     const int n_threads = static_cast<int>(state.range(0));
     constexpr int64_t kTokens = 512;
-    const Weights& w = weights_of(type);
+    const Weights& w = weights_of(type, kDim, kDim, packed);
     const std::vector<float> x = activations(kTokens);
     std::vector<float> y(static_cast<std::size_t>(kDim * kTokens));
     minfer::MatmulScratch scratch;
@@ -284,6 +323,12 @@ void BM_Gemm(benchmark::State& state, GgmlType type) {
     state.counters["GFLOP/s"] = benchmark::Counter(
         static_cast<double>(state.iterations()) * 2.0 * kDim * kDim * kTokens * 1e-9,
         benchmark::Counter::kIsRate);
+}
+void BM_Gemm(benchmark::State& state, GgmlType type) {
+    gemm(state, type, false);
+}
+void BM_GemmPacked(benchmark::State& state, GgmlType type) {
+    gemm(state, type, true);
 }
 
 // Records the bandwidth measured by BM_ReadBandwidth for the GEMV percentages.
@@ -321,11 +366,33 @@ BENCHMARK(BM_PoolDispatch)->Arg(1)->Arg(2)->UseRealTime();
         ->Arg(2)                                     \
         ->UseRealTime()                              \
         ->Unit(benchmark::kMillisecond)
+#define MINFER_PACKED_BENCH(TYPE)                          \
+    BENCHMARK_CAPTURE(BM_GemvPacked, TYPE, GgmlType::TYPE) \
+        ->Arg(1)                                           \
+        ->Arg(2)                                           \
+        ->UseRealTime()                                    \
+        ->Unit(benchmark::kMicrosecond);                   \
+    BENCHMARK_CAPTURE(BM_GemmPacked, TYPE, GgmlType::TYPE) \
+        ->Arg(1)                                           \
+        ->Arg(2)                                           \
+        ->UseRealTime()                                    \
+        ->Unit(benchmark::kMillisecond)
 MINFER_MATMUL_BENCH(Q4_0);
+MINFER_PACKED_BENCH(Q4_0);
 MINFER_MATMUL_BENCH(Q8_0);
+MINFER_PACKED_BENCH(Q8_0);
 MINFER_MATMUL_BENCH(Q4_K);
+MINFER_PACKED_BENCH(Q4_K);
 MINFER_MATMUL_BENCH(Q6_K);
+MINFER_PACKED_BENCH(Q6_K);
+MINFER_MATMUL_BENCH(Q5_0);
+MINFER_PACKED_BENCH(Q5_0);
+MINFER_MATMUL_BENCH(Q5_K);
+MINFER_PACKED_BENCH(Q5_K);
+MINFER_MATMUL_BENCH(IQ4_XS);
+MINFER_PACKED_BENCH(IQ4_XS);
 MINFER_MATMUL_BENCH(IQ4_NL);
+MINFER_PACKED_BENCH(IQ4_NL);
 MINFER_MATMUL_BENCH(F16);
 
 // Arguments: threads, tokens (1 to 16: sequences decoding together).
@@ -338,14 +405,35 @@ MINFER_MATMUL_BENCH(F16);
         ->ArgsProduct({{1, 2}, {1, 2, 3, 4, 8, 16}})                               \
         ->UseRealTime()                                                            \
         ->Unit(benchmark::kMicrosecond)
+#define MINFER_PACKED_DECODE_BENCH(TYPE, NAME, COLS, ROWS)                           \
+    BENCHMARK_CAPTURE(BM_GemvPackedShape, TYPE##_##NAME, GgmlType::TYPE, COLS, ROWS) \
+        ->ArgsProduct({{1, 2}, {1, 2, 3, 4, 8, 16}})                                 \
+        ->UseRealTime()                                                              \
+        ->Unit(benchmark::kMicrosecond)
 #define MINFER_DECODE_BENCHES(TYPE)                 \
     MINFER_DECODE_BENCH(TYPE, 896x4864, 896, 4864); \
     MINFER_DECODE_BENCH(TYPE, 4864x896, 4864, 896); \
     MINFER_DECODE_BENCH(TYPE, 896x151936, 896, 151936)
+#define MINFER_PACKED_DECODE_BENCHES(TYPE)                 \
+    MINFER_PACKED_DECODE_BENCH(TYPE, 896x4864, 896, 4864); \
+    MINFER_PACKED_DECODE_BENCH(TYPE, 4864x896, 4864, 896); \
+    MINFER_PACKED_DECODE_BENCH(TYPE, 896x151936, 896, 151936)
 MINFER_DECODE_BENCHES(Q4_0);
+MINFER_PACKED_DECODE_BENCHES(Q4_0);
 MINFER_DECODE_BENCHES(Q8_0);
-MINFER_DECODE_BENCHES(Q4_K);
-MINFER_DECODE_BENCHES(Q6_K);
+MINFER_PACKED_DECODE_BENCHES(Q8_0);
+MINFER_DECODE_BENCHES(Q5_0);
+MINFER_PACKED_DECODE_BENCHES(Q5_0);
+// The K-quants need rows of a multiple of 256 values: Llama 1.1B's 2048 x 5632 and 5632 x 2048.
+#define MINFER_K_DECODE_BENCHES(TYPE)                        \
+    MINFER_DECODE_BENCH(TYPE, 2048x5632, 2048, 5632);        \
+    MINFER_PACKED_DECODE_BENCH(TYPE, 2048x5632, 2048, 5632); \
+    MINFER_DECODE_BENCH(TYPE, 5632x2048, 5632, 2048);        \
+    MINFER_PACKED_DECODE_BENCH(TYPE, 5632x2048, 5632, 2048); \
+    MINFER_DECODE_BENCH(TYPE, 2048x32000, 2048, 32000);      \
+    MINFER_PACKED_DECODE_BENCH(TYPE, 2048x32000, 2048, 32000)
+MINFER_K_DECODE_BENCHES(Q4_K);
+MINFER_K_DECODE_BENCHES(Q6_K);
 MINFER_DECODE_BENCHES(F16);
 
 int main(int argc, char** argv) {

@@ -24,6 +24,10 @@ struct BackendOptions {
     // sequence runs alone or beside others, in one prompt chunk or many). False lets one-token
     // matmuls take the GEMV kernels (kernels/matmul.h: faster on some CPUs, not on others).
     bool batch_invariant = true;
+    // Let the backend keep its own copies of the weights in a layout its kernels read faster
+    // (the CPU backend's interleaved layout, kernels/packed_layout.h; same results bit for bit).
+    // False keeps every weight zero-copy in the mapped file (--no-repack).
+    bool repack_weights = true;
     // Called once per executed op with its time when set (MINFER_TRACE in the CLI).
     std::function<void(const Op& op, double micros)> trace;
 };
@@ -38,6 +42,13 @@ class Backend {
     virtual void execute(const Graph& graph) = 0;
     // Logits of the last executed graph: [n_outputs][n_vocab].
     virtual std::span<const float> logits() const = 0;
+
+    // Does once, before the first execute, what the graph's weights need (the CPU backend packs
+    // them in its interleaved layout); execute() does it too for weights it has not seen. The
+    // engine calls it at start with a one-token graph. Default: nothing.
+    virtual void prepare(const Graph&) {}
+    // Bytes of weight copies the backend holds beyond the mapped file (0: none).
+    virtual std::size_t weight_copy_bytes() const { return 0; }
 
     // Copies the first n_positions positions of cache block `from` to block `to` in every layer
     // (copy on write of a shared block).

@@ -8,6 +8,7 @@
 // against the read bandwidth measured in the same run.
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -24,6 +25,7 @@
 #include "cli/model_loading.h"
 #include "core/cpu_set.h"
 #include "core/error.h"
+#include "core/memory_limits.h"
 #include "core/terminal_text.h"
 #include "core/thread_pool.h"
 #include "kernels/machine_limits.h"
@@ -41,6 +43,7 @@ struct BenchOptions {
     int64_t batch = 512;
     std::string cache_type = "f16";
     bool batch_invariant = true;
+    bool repack = true;
     bool json = false;
     bool csv = false;
     bool no_roofline = false;
@@ -49,7 +52,10 @@ struct BenchOptions {
 struct TestResult {
     BenchTest test;
     int threads = 0;
-    bool parallel_mode = false;  // -np given: the tg rows follow a prompt of -p tokens
+    bool parallel_mode = false;   // -np given: the tg rows follow a prompt of -p tokens
+    double load_ms = 0;           // the model (mapping, parsing, tokenizer)
+    double prepare_ms = 0;        // the engine at start, with the weights' repacking
+    uint64_t repacked_bytes = 0;  // weight copies the backend made (0: --no-repack)
     std::vector<double> samples_ns;
     std::vector<double> samples_ts;
     std::vector<double> samples_bytes;  // weight bytes read per step (tg; 0: not counted)
@@ -173,6 +179,10 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
                          {"type_k", o.cache_type},
                          {"type_v", o.cache_type},
                          {"batch_invariant", o.batch_invariant},
+                         {"repack", o.repack},
+                         {"repacked_bytes", r.repacked_bytes},
+                         {"load_ms", r.load_ms},
+                         {"prepare_ms", r.prepare_ms},
                          {"n_prompt", r.test.n_prompt},
                          {"n_gen", r.test.n_gen},
                          {"n_depth", r.test.n_depth},
@@ -189,11 +199,12 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
         std::cout << array.dump(2) << "\n";
         return;
     }
-    const char* fields[] = {"build_commit", "backends",       "model_filename",  "model_type",
-                            "model_size",   "model_n_params", "n_batch",         "n_threads",
-                            "type_k",       "type_v",         "batch_invariant", "n_prompt",
-                            "n_gen",        "n_depth",        "n_parallel",      "test_time",
-                            "avg_ns",       "stddev_ns",      "avg_ts",          "stddev_ts"};
+    const char* fields[] = {"build_commit",   "backends",       "model_filename",  "model_type",
+                            "model_size",     "model_n_params", "n_batch",         "n_threads",
+                            "type_k",         "type_v",         "batch_invariant", "repack",
+                            "repacked_bytes", "load_ms",        "prepare_ms",      "n_prompt",
+                            "n_gen",          "n_depth",        "n_parallel",      "test_time",
+                            "avg_ns",         "stddev_ns",      "avg_ts",          "stddev_ts"};
     std::string header;
     for (const char* f : fields) header += concat(header.empty() ? "" : ",", f);
     std::cout << header << "\n";
@@ -222,6 +233,21 @@ void print_table(const std::vector<TestResult>& results, const Model& model) {
             static_cast<double>(model.n_params()) / 1e6, r.threads,
             static_cast<long long>(r.test.n_parallel), r.name().c_str(), r.avg_ts(), r.stddev_ts());
     }
+}
+
+// What loading cost: the model, then the engine at start (with the weights' repacking), and the
+// process's peak resident memory over all the tests (the copies, or the mapped file's pages).
+void print_load(const std::vector<TestResult>& results) {
+    if (results.empty()) return;
+    const TestResult& r = results.front();
+    std::printf("\nLoad: model %.1f ms, engine %.1f ms (%s)\n", r.load_ms, r.prepare_ms,
+                r.repacked_bytes > 0 ? concat(format_mib(r.repacked_bytes),
+                                              " of weights repacked; --no-repack keeps "
+                                              "them zero-copy in the mapped file")
+                                           .c_str()
+                                     : "weights zero-copy in the mapped file");
+    if (const auto peak = peak_resident_bytes())
+        std::printf("Peak resident memory: %s\n", format_mib(*peak).c_str());
 }
 
 void print_roofline(const std::vector<int>& threads, const std::vector<TestResult>& results,
@@ -288,6 +314,9 @@ void add_bench_command(CLI::App& app) {
         ->capture_default_str();
     cmd->add_flag("--batch-invariant,!--no-batch-invariant", o->batch_invariant,
                   "Bit-identical results whatever the batch (default; see run --help)");
+    cmd->add_flag(
+        "--repack,!--no-repack", o->repack,
+        "Interleaved copies of the weights for the CPU kernels (default; see run --help)");
     auto* json = cmd->add_flag("--json", o->json, "Print a JSON array (llama-bench's fields)");
     cmd->add_flag("--csv", o->csv, "Print CSV (llama-bench's fields)")->excludes(json);
     cmd->add_flag("--no-roofline", o->no_roofline, "Skip the memory-bandwidth measurement");
@@ -329,6 +358,7 @@ void add_bench_command(CLI::App& app) {
         options.n_batch = o->batch;
         options.kv_type = parse_kv_cache_type(o->cache_type);
         options.batch_invariant = o->batch_invariant;
+        options.repack_weights = o->repack;
         options.trace = trace_from_environment();
         options.memory_advice = "; lower -p, -n, -d or -np, or use --cache-type q8_0";
         int64_t max_kv = 0;
@@ -342,9 +372,21 @@ void add_bench_command(CLI::App& app) {
         std::vector<TestResult> results;
         for (int n : threads) {
             options.n_threads = n;
+            const auto start = std::chrono::steady_clock::now();
             Engine engine(loaded.model, loaded.tokenizer, options);
+            const double prepare_ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count();
             for (const BenchTest& t : tests) {
-                TestResult r{t, n, parallel_mode, {}, {}, {}};
+                TestResult r{t,
+                             n,
+                             parallel_mode,
+                             loaded.load_ms,
+                             prepare_ms,
+                             engine.backend().weight_copy_bytes(),
+                             {},
+                             {},
+                             {}};
                 run_bench_test(engine, t, rng);  // warm-up: page the weights in, wake the pool
                 for (int rep = 0; rep < o->repetitions; ++rep) {
                     const BenchRun run = run_bench_test(engine, t, rng);
@@ -360,6 +402,7 @@ void add_bench_command(CLI::App& app) {
             return;
         }
         print_table(results, *loaded.model);
+        print_load(results);
         if (!o->no_roofline) print_roofline(threads, results, *loaded.model);
     });
 }

@@ -2,6 +2,7 @@
 // template gets the prompt as one user message (--raw feeds it as is); --tokens 1,2,3 works on
 // token ids and prints ids. Timings go to stderr at the end, or everything as one JSON document.
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/context_flags.h"
 #include "cli/exit_codes.h"
+#include "cli/format.h"
 #include "cli/grammar_flags.h"
 #include "cli/interrupt.h"
 #include "cli/model_loading.h"
@@ -66,9 +68,20 @@ const char* stop_description(StopReason reason) {
     return "?";
 }
 
-void print_timings(const LoadedModel& loaded, const SequenceResult& r, int64_t n_ctx) {
+// The engine at start: the KV cache and the weights' repacking (--no-repack: none).
+struct EngineStart {
+    double ms = 0;
+    uint64_t repacked_bytes = 0;
+};
+
+void print_timings(const LoadedModel& loaded, const EngineStart& start, const SequenceResult& r,
+                   int64_t n_ctx) {
     const auto& s = r.stats;
     std::fprintf(stderr, "\nminfer: load        %10.1f ms\n", loaded.load_ms);
+    std::fprintf(stderr, "minfer: engine      %10.1f ms (%s)\n", start.ms,
+                 start.repacked_bytes > 0
+                     ? concat(format_mib(start.repacked_bytes), " of weights repacked").c_str()
+                     : "weights zero-copy");
     std::fprintf(stderr, "minfer: prompt      %10.1f ms / %6lld tokens (%8.1f tokens/s)\n",
                  s.prompt_ms, static_cast<long long>(s.n_prompt), s.prompt_tokens_per_second());
     std::fprintf(stderr, "minfer: generation  %10.1f ms / %6lld tokens (%8.1f tokens/s)\n",
@@ -80,8 +93,8 @@ void print_timings(const LoadedModel& loaded, const SequenceResult& r, int64_t n
                      : "");
 }
 
-void print_json(const LoadedModel& loaded, const SequenceResult& r, std::size_t n_prompt,
-                uint64_t seed) {
+void print_json(const LoadedModel& loaded, const EngineStart& start, const SequenceResult& r,
+                std::size_t n_prompt, uint64_t seed) {
     const auto& s = r.stats;
     nlohmann::ordered_json doc = {{"text", r.text},
                                   {"tokens", r.tokens},
@@ -90,6 +103,8 @@ void print_json(const LoadedModel& loaded, const SequenceResult& r, std::size_t 
                                   {"seed", seed},
                                   {"timings",
                                    {{"load_ms", loaded.load_ms},
+                                    {"engine_ms", start.ms},
+                                    {"repacked_bytes", start.repacked_bytes},
                                     {"prompt_n", s.n_prompt},
                                     {"prompt_ms", s.prompt_ms},
                                     {"prompt_per_second", s.prompt_tokens_per_second()},
@@ -158,7 +173,12 @@ void add_run_command(CLI::App& app) {
             system->count() ? std::optional<std::string>(o->system) : std::nullopt;
         const std::vector<int32_t> input =
             ids_mode ? ids : single_prompt_tokens(loaded, text, o->raw, system_text);
+        const auto engine_begin = std::chrono::steady_clock::now();
         Engine engine(loaded.model, loaded.tokenizer, to_engine_options(o->context));
+        const EngineStart start{std::chrono::duration<double, std::milli>(
+                                    std::chrono::steady_clock::now() - engine_begin)
+                                    .count(),
+                                engine.backend().weight_copy_bytes()};
         if (o->dump_graph) {
             std::cout << engine.graph_for_prompt(input).to_string();
             return;
@@ -180,7 +200,7 @@ void add_run_command(CLI::App& app) {
                                      &InterruptGuard::flag())
                                      .result;
         if (o->json) {
-            print_json(loaded, r, input.size(), sampling.seed);
+            print_json(loaded, start, r, input.size(), sampling.seed);
         } else {
             if (ids_mode) {
                 std::string line;
@@ -189,7 +209,7 @@ void add_run_command(CLI::App& app) {
             } else {
                 std::printf("\n");
             }
-            print_timings(loaded, r, engine.n_ctx());
+            print_timings(loaded, start, r, engine.n_ctx());
         }
         if (r.stop == StopReason::Cancelled) throw InterruptedByUser{};
     });

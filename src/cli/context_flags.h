@@ -1,6 +1,6 @@
 #pragma once
 // Flags shared by the commands that run a model (--threads, --ctx, --batch, --cache-type,
-// --batch-invariant), and
+// --batch-invariant, --no-repack), and
 // MINFER_TRACE=N, which prints every operation of the N-th forward pass (1: the first) with its
 // time on stderr.
 
@@ -20,6 +20,7 @@ struct ContextFlags {
     std::string cache_type = "f16";
     bool no_pin_threads = false;
     bool batch_invariant = true;
+    bool repack = true;
 };
 
 void add_context_flags(CLI::App* cmd, ContextFlags& flags);

@@ -101,6 +101,10 @@ std::optional<MemoryHeadroom> memory_headroom() {
     return best;
 }
 
+std::optional<uint64_t> peak_resident_bytes() {
+    return read_kb_field("/proc/self/status", "VmHWM");
+}
+
 void require_memory(uint64_t bytes, std::string_view what, std::string_view advice) {
     const auto headroom = memory_headroom();
     if (!headroom || bytes <= headroom->bytes) return;

@@ -25,6 +25,11 @@ std::optional<MemoryHeadroom> memory_headroom();
 // when `bytes` exceed the headroom.
 void require_memory(uint64_t bytes, std::string_view what, std::string_view advice);
 
+// The most memory this process has held resident so far (VmHWM: anonymous and mapped file pages
+// alike); nullopt where /proc cannot be read. What a model's weights cost in RAM, with or
+// without copies of them.
+std::optional<uint64_t> peak_resident_bytes();
+
 // "1.5 GiB", "300.0 MiB", "12.0 KiB": sizes in messages.
 std::string format_bytes(uint64_t bytes);
 

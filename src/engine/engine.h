@@ -49,6 +49,7 @@ struct EngineOptions {
     bool pin_threads = true;
     GgmlType kv_type = GgmlType::F16;
     bool batch_invariant = true;  // see BackendOptions
+    bool repack_weights = true;   // see BackendOptions (--no-repack)
     // Appended to the error for a KV cache beyond the memory: the flags that size it.
     std::string memory_advice = "; lower --ctx or use --cache-type q8_0";
     std::function<void(const Op& op, double micros)> trace;  // per-op timing (MINFER_TRACE)

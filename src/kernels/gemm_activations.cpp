@@ -84,8 +84,12 @@ void fill_token_block32(GgmlType act_type, const std::byte* row, const IntActiva
         }
         int32_t qsum = 0;
         for (int i = 0; i < 32; ++i) qsum += qs[i];
-        for (int g = 0; g < 8; ++g) {
-            std::memcpy(q_tile + ((b * 8 + g) * a.width + slot) * 4, qs + g * 4, 4);
+        if (a.width == 1) {  // dense: the block's values as they are
+            std::memcpy(q_tile + b * 32, qs, 32);
+        } else {
+            for (int g = 0; g < 8; ++g) {
+                std::memcpy(q_tile + ((b * 8 + g) * a.width + slot) * 4, qs + g * 4, 4);
+            }
         }
         const int64_t at = a.block_tile(tile) + b * a.width + slot;
         const_cast<int32_t*>(a.corr)[at] = -128 * qsum;  // one sub-block per block
@@ -103,8 +107,13 @@ void fill_token_q8_k(const std::byte* row, int sub_size, const IntActivations& a
     const int per16 = sub_size / 16;
     for (int64_t b = 0; b < a.n_blocks; ++b) {
         const auto& block = reinterpret_cast<const block_q8_K*>(row)[b];
-        for (int g = 0; g < QK_K / 4; ++g) {
-            std::memcpy(q_tile + ((b * QK_K / 4 + g) * a.width + slot) * 4, block.qs + g * 4, 4);
+        if (a.width == 1) {  // dense: the block's values as they are
+            std::memcpy(q_tile + b * QK_K, block.qs, QK_K);
+        } else {
+            for (int g = 0; g < QK_K / 4; ++g) {
+                std::memcpy(q_tile + ((b * QK_K / 4 + g) * a.width + slot) * 4, block.qs + g * 4,
+                            4);
+            }
         }
         int32_t sums[16];
         for (int j = 0; j < subs_per_block; ++j) {

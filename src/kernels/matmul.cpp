@@ -4,12 +4,14 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/error.h"
 #include "kernels/activation_quant.h"
 #include "kernels/kernel_path.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/matmul_simd.h"
+#include "kernels/packed_layout.h"
 #include "quant/dequantize.h"
 
 namespace minfer {
@@ -48,6 +50,21 @@ void validate(const WeightMatrix& w, int64_t n_tokens) {
                                 row_bytes, " bytes each)"));
     }
     if (n_tokens < 0) throw UsageError(concat("matmul: negative token count ", n_tokens));
+    if (!w.packed.empty()) {
+        if (!kernels::has_packed_layout(w.type)) {
+            throw UsageError(concat("matmul: weights of type ", type_name(w.type),
+                                    " have no interleaved layout"));
+        }
+        if (reinterpret_cast<uintptr_t>(w.packed.data()) % 64 != 0) {
+            throw UsageError("matmul: interleaved weights must start on a 64-byte boundary");
+        }
+        const std::size_t packed = kernels::packed_layout(w.type, w.n_cols, w.n_rows).bytes();
+        if (w.packed.size() < packed) {
+            throw UsageError(concat("matmul: interleaved weights hold ", w.packed.size(),
+                                    " bytes, expected ", packed, " for ", w.n_rows, " rows of ",
+                                    w.n_cols, " ", type_name(w.type)));
+        }
+    }
 }
 
 // Converts token rows [t_begin, t_end) of x to the activation type.
@@ -115,12 +132,19 @@ MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, fl
     // 2 threads), so that 8 sequences decoding together cost a fraction of 8 decoding apart.
     constexpr int64_t kGemmMinTokens = 16;
     gemm_ = !scalar_ && (mode == MatmulMode::kBatchInvariant || n_tokens > 1);
+    // Interleaved weights need no unpacking for few tokens: in either mode they take the
+    // GEMM's arithmetic (the kernels multiply as they decode); from kPackedPanelMinTokens on,
+    // each group is decoded once into a panel that every token reuses.
+    constexpr int64_t kPackedPanelMinTokens = 32;
+    packed_ = !w.packed.empty() && !scalar_ && kernels::packed_kernels_available(w.type);
+    if (packed_) gemm_ = true;
+    packed_panels_ = packed_ && n_tokens >= kPackedPanelMinTokens;
     // Below 16 tokens the panels are unpacked a chunk of columns at a time, each chunk multiplied
     // while it is in L1 (a 16-row panel of 4864 Q4_0 columns is 78 KiB, more than L1's 32 KiB):
     // 16 x 1024 quant bytes, or 16 x 256 floats.
     const int64_t block = block_size(w.type);
     const int64_t chunk_values = float_weights_ ? 256 : 1024;
-    chunk_cols_ = gemm_ && n_tokens < kGemmMinTokens
+    chunk_cols_ = gemm_ && !packed_ && n_tokens < kGemmMinTokens
                       ? std::min(w.n_cols, std::max(block, chunk_values / block * block))
                       : w.n_cols;
     copy_x_ = w.type != GgmlType::F32;
@@ -129,8 +153,8 @@ MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, fl
     int_act_bytes_ = gemm_ && !float_weights_
                          ? align64(kernels::int_activations_bytes(w.type, w.n_cols, n_tokens))
                          : 0;
-    panel_bytes_ = !gemm_           ? 0
-                   : float_weights_ ? kernels::float_panel_bytes(chunk_cols_)
+    panel_bytes_ = !gemm_ || (packed_ && !packed_panels_) ? 0
+                   : float_weights_                       ? kernels::float_panel_bytes(chunk_cols_)
                                     : align64(kernels::int_panel_bytes(w.type, chunk_cols_));
 }
 
@@ -147,7 +171,8 @@ void MatmulJob::bind(std::byte* scratch) {
 bool MatmulJob::can_share_activations(const MatmulJob& other) const {
     return other.x_ == x_ && other.n_tokens_ == n_tokens_ && other.w_.n_cols == w_.n_cols &&
            other.w_.type == w_.type && other.gemm_ == gemm_ && other.n_threads_ == n_threads_ &&
-           other.chunk_cols_ == chunk_cols_;
+           other.chunk_cols_ == chunk_cols_ && other.packed_ == packed_ &&
+           other.packed_panels_ == packed_panels_;
 }
 
 void MatmulJob::share_activations_of(const MatmulJob& other) {
@@ -176,6 +201,10 @@ void MatmulJob::run_phase(int phase, int i, int n) const {
             convert_activations(act_type_, w_.type, x_, w_.n_cols, t0, t1, act_data_, act_row_);
         if (gemm_ && !float_weights_)
             kernels::fill_int_activations(w_.type, act, w_.n_cols, t0, t1, int_act_data_);
+        return;
+    }
+    if (packed_) {
+        run_packed(i, n);
         return;
     }
     if (!gemm_) {
@@ -231,6 +260,27 @@ void MatmulJob::run_phase(int phase, int i, int n) const {
                                              valid, c0 > 0);
             }
         }
+    }
+}
+
+void MatmulJob::run_packed(int i, int n) const {
+    const int64_t n_groups = (w_.n_rows + kernels::kPackedRows - 1) / kernels::kPackedRows;
+    const auto [g0, g1] = split(n_groups, i, n, 1);
+    if (g0 >= g1) return;
+    const kernels::IntActivations ia =
+        kernels::int_activations_at(int_act_data_, w_.type, w_.n_cols, n_tokens_);
+    if (!packed_panels_) {
+        kernels::packed_matmul_simd(w_, g0, g1, ia, n_tokens_, y_);
+        return;
+    }
+    const kernels::IntPanel panel = kernels::int_panel_at(
+        panels_ + panel_bytes_ * static_cast<std::size_t>(i), w_.type, w_.n_cols);
+    for (int64_t g = g0; g < g1; ++g) {
+        const int64_t row0 = g * kernels::kPackedRows;
+        const int valid =
+            static_cast<int>(std::min<int64_t>(kernels::kPackedRows, w_.n_rows - row0));
+        kernels::fill_int_panel_packed_simd(w_, g, panel);
+        kernels::gemm_int_panel_simd(panel, ia, 0, n_tokens_, y_ + row0, w_.n_rows, valid, false);
     }
 }
 

@@ -25,6 +25,11 @@ struct WeightMatrix {
     int64_t n_cols;  // ne[0]: row length in elements, a multiple of the type's block size
     int64_t n_rows;  // ne[1]
     std::span<const std::byte> data;  // row r at r * row_size(type, n_cols)
+    // The same matrix in the interleaved layout of kernels/packed_layout.h (built at load by the
+    // CPU backend), or empty. When the kernel path has kernels for it (AVX-512), matmul reads
+    // these bytes instead of `data`, with the same results bit for bit (see MatmulMode). Must
+    // start on a 64-byte boundary.
+    std::span<const std::byte> packed = {};
 };
 
 // Working memory of matmul (quantized activations, per-thread weight panels). One per inference
@@ -58,6 +63,8 @@ enum class MatmulMode {
     // bits in one chunk or many. The bits still depend on the kernel path (Highway target, VNNI).
     // One token costs an unpacking of the weights into panels (a chunk of columns at a time, in
     // L1) that GEMV does not need. The engine's default.
+    // Interleaved weights (WeightMatrix::packed) take the GEMM's arithmetic in both modes: their
+    // one-token kernels decode without transposing, so that costs nothing there.
     kBatchInvariant,
 };
 
@@ -86,6 +93,9 @@ class MatmulJob {
     // bound to the same scratch right after the first ran.
     bool can_share_activations(const MatmulJob& other) const;
     void share_activations_of(const MatmulJob& other);
+    // True after share_activations_of: phase 0 does nothing, and phase 1 reads only what the
+    // other job's phase 0 wrote, so no barrier is needed between the two jobs' phases 1.
+    bool shares_activations() const { return activations_shared_; }
 
     // True when phase 0 is so small that thread 0 does it alone.
     bool converts_serially() const;
@@ -93,6 +103,8 @@ class MatmulJob {
     void run_phase(int phase, int i, int n) const;
 
   private:
+    void run_packed(int i, int n) const;  // phase 1 on interleaved weights
+
     WeightMatrix w_;
     const float* x_;
     float* y_;
@@ -101,6 +113,9 @@ class MatmulJob {
     GgmlType act_type_ = GgmlType::F32;
     std::size_t act_row_ = 0;
     bool float_weights_ = false, scalar_ = false, gemm_ = false, copy_x_ = false;
+    // Interleaved weights; with packed_panels_ decoded into panels (many tokens), else
+    // multiplied as decoded.
+    bool packed_ = false, packed_panels_ = false;
     bool activations_shared_ = false;
     // GEMM panels hold chunk_cols_ columns at a time (all of them for 16 tokens or more).
     int64_t chunk_cols_ = 0;

@@ -42,6 +42,22 @@ void gemm_float_panel_simd(const float* panel, int64_t n_cols, const float* x, i
                            int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
                            bool accumulate);
 
+// ---- the interleaved layout (packed_layout.h; w.packed holds it) ----
+
+// True when the kernel path in use has kernels for `type` in the interleaved layout (AVX-512).
+bool packed_kernels_available(GgmlType type);
+
+// Tokens [0, n_tokens) of act against groups [group_begin, group_end) of w.packed, multiplied as
+// the blocks are decoded: y[t * w.n_rows + r] for the groups' rows (act in tiles of 1 for one
+// token, of kTokenTile otherwise). Per row and token the float operations of
+// gemm_int_panel_simd, so the same bits.
+void packed_matmul_simd(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
+                        const IntActivations& act, int64_t n_tokens, float* y);
+
+// Group `group` of w.packed decoded into a panel of all n_cols columns, exactly as fill_int_panel
+// unpacks the file's layout.
+void fill_int_panel_packed_simd(const WeightMatrix& w, int64_t group, const IntPanel& panel);
+
 // Activation quantization with SIMD, bit-identical with activation_quant.h.
 void quantize_activations_simd(GgmlType activation_type, const float* x, std::byte* out, int64_t n);
 

@@ -9,11 +9,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cmath>
 #include <random>
 
+#include "backend/cpu/packed_weights.h"
 #include "core/spin_barrier.h"
 #include "core/thread_pool.h"
+#include "kernels/matmul_simd.h"
+#include "kernels/packed_layout.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
 
@@ -79,6 +83,9 @@ class GuardedExperts {
     }
     ~GuardedExperts() { munmap(base_, bytes_); }
 
+    // Every expert unreadable from now on (their copies must be read instead).
+    void lock_all() const { EXPECT_EQ(mprotect(base_, bytes_, PROT_NONE), 0); }
+
     Weight weight() const {
         Weight w;
         w.type = type_;
@@ -108,56 +115,73 @@ struct MoeCase {
 
 class MoeMatmulTest : public testing::TestWithParam<MoeCase> {};
 
+// Tokens pick among experts 0, 2 and 5 only: token t takes kChoices[t % 3].
+constexpr int64_t kExperts = 6, kUsed = 2;
+constexpr int64_t kChoices[3][2] = {{0, 2}, {5, 0}, {2, 5}};
+
+// x: the op's input [n_tokens][k * n_in or n_in] (normal, seeded by n_tokens).
+std::vector<float> moe_input(const MoeCase& c, int64_t n_tokens) {
+    std::mt19937 rng(static_cast<unsigned>(n_tokens));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const int64_t width_in = c.per_slot ? kUsed * c.n_in : c.n_in;
+    std::vector<float> x(static_cast<std::size_t>(n_tokens * width_in));
+    for (float& v : x) v = normal(rng);
+    return x;
+}
+
+// One MoeMatMul op over `w` as the CPU backend runs it (its phases, barriers between them):
+// out [n_tokens][k][n_out].
+std::vector<float> run_moe_op(const MoeCase& c, const Weight& w, const std::vector<float>& x,
+                              int64_t n_tokens, MatmulMode mode, const PackedWeights& packed,
+                              ThreadPool& pool, MoeWorkspace& ws) {
+    std::vector<float> route(static_cast<std::size_t>(n_tokens * 2 * kUsed));
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t j = 0; j < kUsed; ++j)
+            route[static_cast<std::size_t>(t * 2 * kUsed + j)] =
+                static_cast<float>(kChoices[t % 3][j]);
+    }
+    Op op{};
+    op.type = OpType::MoeMatMul;
+    op.weight = &w;
+    op.rows = n_tokens;
+    op.width = kUsed * c.n_out;
+    op.moe = MoeParams{kExperts, kUsed, c.per_slot};
+    std::vector<float> y(static_cast<std::size_t>(n_tokens * op.width), NAN);
+    MoeMatmul moe(op, x.data(), route.data(), y.data(), pool.size(), mode, ws, packed);
+    SpinBarrier barrier(pool.size());
+    pool.run([&](int i, int n) {
+        if (i == 0) moe.prepare();
+        barrier.arrive_and_wait();
+        moe.gather(i, n);
+        barrier.arrive_and_wait();
+        moe.convert(i, n);
+        barrier.arrive_and_wait();
+        moe.multiply(i, n);
+        barrier.arrive_and_wait();
+        moe.scatter(i, n);
+    });
+    return y;
+}
+
 // 6 experts, k = 2; tokens pick among experts 0, 2 and 5 only (1, 3, 4 unreadable). One token
 // (decoding) and 19 tokens (a prefill: the experts' GEMM paths), both matmul modes.
 TEST_P(MoeMatmulTest, ReadsOnlyTheChosenExpertsAndComputesTheirProducts) {
     const MoeCase& c = GetParam();
-    constexpr int64_t kExperts = 6, kUsed = 2;
     const GuardedExperts experts(c.type, c.n_in, c.n_out, kExperts, {0, 2, 5});
     const Weight w = experts.weight();
     ThreadPool pool(2);
     MoeWorkspace ws;
+    const PackedWeights none;
     for (const int64_t n_tokens : {int64_t{1}, int64_t{19}}) {
         for (const MatmulMode mode : {MatmulMode::kBatchInvariant, MatmulMode::kGemvForOneToken}) {
             SCOPED_TRACE(testing::Message() << n_tokens << " tokens, mode " << int(mode));
-            std::mt19937 rng(static_cast<unsigned>(n_tokens));
-            std::normal_distribution<float> normal(0.0f, 1.0f);
-            const int64_t width_in = c.per_slot ? kUsed * c.n_in : c.n_in;
-            std::vector<float> x(static_cast<std::size_t>(n_tokens * width_in));
-            for (float& v : x) v = normal(rng);
-            std::vector<float> route(static_cast<std::size_t>(n_tokens * 2 * kUsed));
-            const int64_t choices[3][2] = {{0, 2}, {5, 0}, {2, 5}};
-            for (int64_t t = 0; t < n_tokens; ++t) {
-                route[static_cast<std::size_t>(t * 2 * kUsed)] =
-                    static_cast<float>(choices[t % 3][0]);
-                route[static_cast<std::size_t>(t * 2 * kUsed + 1)] =
-                    static_cast<float>(choices[t % 3][1]);
-            }
-            Op op{};
-            op.type = OpType::MoeMatMul;
-            op.weight = &w;
-            op.rows = n_tokens;
-            op.width = kUsed * c.n_out;
-            op.moe = MoeParams{kExperts, kUsed, c.per_slot};
-            std::vector<float> y(static_cast<std::size_t>(n_tokens * op.width), NAN);
-            MoeMatmul moe(op, x.data(), route.data(), y.data(), pool.size(), mode, ws);
-            SpinBarrier barrier(pool.size());
-            pool.run([&](int i, int n) {
-                if (i == 0) moe.prepare();
-                barrier.arrive_and_wait();
-                moe.gather(i, n);
-                barrier.arrive_and_wait();
-                moe.convert(i, n);
-                barrier.arrive_and_wait();
-                moe.multiply(i, n);
-                barrier.arrive_and_wait();
-                moe.scatter(i, n);
-            });
+            const std::vector<float> x = moe_input(c, n_tokens);
+            const std::vector<float> y = run_moe_op(c, w, x, n_tokens, mode, none, pool, ws);
             // Against dot products of the stored weights with the inputs (the kernels quantize
             // the activations: a relative tolerance of that size).
             for (int64_t t = 0; t < n_tokens; ++t) {
                 for (int64_t j = 0; j < kUsed; ++j) {
-                    const int64_t e = choices[t % 3][j];
+                    const int64_t e = kChoices[t % 3][j];
                     const float* in =
                         x.data() + (c.per_slot ? (t * kUsed + j) * c.n_in : t * c.n_in);
                     for (int64_t r = 0; r < c.n_out; ++r) {
@@ -173,6 +197,48 @@ TEST_P(MoeMatmulTest, ReadsOnlyTheChosenExpertsAndComputesTheirProducts) {
                     }
                 }
             }
+        }
+    }
+}
+
+// With the experts' slices repacked (packed_weights.h), the op reads the copies only (every
+// original is made unreadable once packed) and gets the bits of the file's layout in the
+// batch-invariant mode, in both modes, for 1 and 19 tokens.
+TEST_P(MoeMatmulTest, ReadsTheRepackedExpertsWithTheFileLayoutsBits) {
+    const MoeCase& c = GetParam();
+    if (!kernels::packed_kernels_available(c.type))
+        GTEST_SKIP() << type_name(c.type)
+                     << (kernels::has_packed_layout(c.type) ? ": no interleaved kernels on this CPU"
+                                                            : " has no interleaved layout");
+    const GuardedExperts experts(c.type, c.n_in, c.n_out, kExperts, {0, 2, 5});
+    const Weight w = experts.weight();
+    ThreadPool pool(2);
+    MoeWorkspace ws;
+    const PackedWeights none;
+    std::vector<std::vector<float>> reference;  // per token count: the file's layout
+    for (const int64_t n_tokens : {int64_t{1}, int64_t{19}}) {
+        reference.push_back(run_moe_op(c, w, moe_input(c, n_tokens), n_tokens,
+                                       MatmulMode::kBatchInvariant, none, pool, ws));
+    }
+    PackedWeights packed;
+    std::vector<WeightMatrix> slices;
+    for (const int64_t e : {0, 2, 5}) {
+        const Weight m = w.matrix(e);
+        slices.push_back(WeightMatrix{m.type, m.n_cols(), m.n_rows(), m.data});
+    }
+    packed.prepare(slices, pool);
+    ASSERT_EQ(packed.matrices(), 3u);
+    experts.lock_all();
+    for (std::size_t i = 0; i < reference.size(); ++i) {
+        const int64_t n_tokens = i == 0 ? 1 : 19;
+        for (const MatmulMode mode : {MatmulMode::kBatchInvariant, MatmulMode::kGemvForOneToken}) {
+            SCOPED_TRACE(testing::Message() << n_tokens << " tokens, mode " << int(mode));
+            const std::vector<float> y =
+                run_moe_op(c, w, moe_input(c, n_tokens), n_tokens, mode, packed, pool, ws);
+            ASSERT_EQ(y.size(), reference[i].size());
+            for (std::size_t k = 0; k < y.size(); ++k)
+                ASSERT_EQ(std::bit_cast<uint32_t>(y[k]), std::bit_cast<uint32_t>(reference[i][k]))
+                    << "output " << k;
         }
     }
 }

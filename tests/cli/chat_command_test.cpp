@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "common/fixtures.h"
+#include "kernels/matmul_simd.h"
 
 namespace minfer {
 namespace {
@@ -218,6 +219,34 @@ TEST(BenchCommand, RooflineReportsBandwidth) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("Decode roofline"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("GB/s measured read bandwidth"), std::string::npos) << r.out;
+}
+
+// The load line: the engine's start with the repacked bytes (or none with --no-repack), and the
+// process's peak resident memory; the JSON says which was used.
+TEST(BenchCommand, ReportsRepackingLoadAndResidentMemory) {
+    MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-q4_0.gguf");
+    const bool packs = kernels::packed_kernels_available(GgmlType::Q4_0);
+    for (const bool repack : {true, false}) {
+        std::vector<std::string> args = {"bench", model.string(), "-p", "0", "-n", "2",
+                                         "-r",    "1",            "-t", "1", "--no-roofline"};
+        if (!repack) args.push_back("--no-repack");
+        const auto table = run_minfer(args);
+        ASSERT_EQ(table.exit_code, 0) << table.err;
+        EXPECT_NE(table.out.find("Load: model "), std::string::npos) << table.out;
+        EXPECT_NE(table.out.find(repack && packs ? "of weights repacked"
+                                                 : "weights zero-copy in the mapped file"),
+                  std::string::npos)
+            << table.out;
+        EXPECT_NE(table.out.find("Peak resident memory: "), std::string::npos) << table.out;
+        args.push_back("--json");
+        const auto json = run_minfer(args);
+        ASSERT_EQ(json.exit_code, 0) << json.err;
+        const auto row = nlohmann::json::parse(json.out).at(0);
+        EXPECT_EQ(row["repack"], repack);
+        EXPECT_EQ(row["repacked_bytes"].get<uint64_t>() > 0, repack && packs);
+        EXPECT_GT(row["load_ms"].get<double>(), 0);
+        EXPECT_GT(row["prepare_ms"].get<double>(), 0);
+    }
 }
 
 }  // namespace

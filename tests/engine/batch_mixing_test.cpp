@@ -4,7 +4,8 @@
 // batch budget instead of in one piece. In batch-invariant mode every logits row must have the
 // same bits as the sequence's run alone (one prompt chunk, nobody beside it); with
 // --no-batch-invariant the rows agree within a small tolerance (the one-row and many-row matmul
-// paths sum in other orders). On every fixture model.
+// paths sum in other orders). On every fixture model, with the weights repacked (the default)
+// and in the file's layout (--no-repack).
 
 #include <gtest/gtest.h>
 
@@ -46,8 +47,9 @@ SequenceParams sequence_params(int i, int32_t n_vocab, Trace& trace) {
     return p;
 }
 
-EngineOptions engine_options(bool invariant, int64_t n_batch) {
+EngineOptions engine_options(bool invariant, bool repack, int64_t n_batch) {
     EngineOptions o;
+    o.repack_weights = repack;
     o.n_threads = 2;
     o.n_ctx = kCtx;
     o.n_batch = n_batch;
@@ -59,6 +61,7 @@ EngineOptions engine_options(bool invariant, int64_t n_batch) {
 struct MixingParam {
     std::string model;
     bool invariant;
+    bool repack;
 };
 
 class BatchMixing : public testing::TestWithParam<MixingParam> {};
@@ -70,7 +73,7 @@ TEST_P(BatchMixing, EverySequenceGetsTheLogitsItGetsAlone) {
     // Alone: each sequence by itself, its prompt in one chunk.
     std::vector<Trace> alone(kSequences);
     {
-        auto t = test::make_engine(model_path, engine_options(param.invariant, 512));
+        auto t = test::make_engine(model_path, engine_options(param.invariant, param.repack, 512));
         const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
         for (int i = 0; i < kSequences; ++i) {
             const Generation g =
@@ -82,7 +85,7 @@ TEST_P(BatchMixing, EverySequenceGetsTheLogitsItGetsAlone) {
 
     // Together: a batch budget of 40 tokens, sequences arriving in waves of 5, 6 and 5.
     std::vector<Trace> together(kSequences);
-    auto t = test::make_engine(model_path, engine_options(param.invariant, 40));
+    auto t = test::make_engine(model_path, engine_options(param.invariant, param.repack, 40));
     const auto n_vocab = static_cast<int32_t>(t.model.model->hparams().n_vocab);
     std::vector<SeqId> ids;
     const auto submit_up_to = [&](int n) {
@@ -152,8 +155,10 @@ TEST_P(BatchMixing, EverySequenceGetsTheLogitsItGetsAlone) {
 std::vector<MixingParam> mixing_params() {
     std::vector<MixingParam> params;
     for (const auto& model : test::engine_fixture_models()) {
-        params.push_back({model, true});
-        params.push_back({model, false});
+        for (bool repack : {true, false}) {
+            params.push_back({model, true, repack});
+            params.push_back({model, false, repack});
+        }
     }
     return params;
 }
@@ -163,7 +168,8 @@ std::string mixing_name(const testing::TestParamInfo<MixingParam>& info) {
     for (char& c : name) {
         if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
     }
-    return name + (info.param.invariant ? "_invariant" : "_fastest");
+    return name + (info.param.invariant ? "_invariant" : "_fastest") +
+           (info.param.repack ? "" : "_norepack");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, BatchMixing, testing::ValuesIn(mixing_params()), mixing_name);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "kernels/packed_layout.h"
 
 namespace minfer::test {
 
@@ -14,6 +15,18 @@ const std::vector<GgmlType>& matmul_types() {
         GgmlType::Q4_K,  GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS,
         GgmlType::TQ1_0, GgmlType::TQ2_0};
     return types;
+}
+
+void TestMatrix::pack() {
+    const kernels::PackedLayout layout = kernels::packed_layout(type, n_cols, n_rows);
+    packed.assign((layout.bytes() + 63) / 64, Line{});
+    kernels::repack_groups(view(), 0, layout.n_groups, packed.front().bytes);
+}
+
+WeightMatrix TestMatrix::packed_view() const {
+    WeightMatrix w = view();
+    w.packed = std::span<const std::byte>(packed.front().bytes, packed.size() * sizeof(Line));
+    return w;
 }
 
 QuantFixture::QuantFixture(const std::string& path) : file_(GgufFile::open(path)) {}

@@ -25,7 +25,16 @@ struct TestMatrix {
     int64_t n_rows = 0;
     std::vector<std::byte> bytes;  // quantized rows
     std::vector<float> values;     // ggml's dequantization, [n_rows][n_cols]
+    struct alignas(64) Line {
+        std::byte bytes[64];
+    };
+    std::vector<Line> packed;  // the interleaved layout (kernels/packed_layout.h), after pack()
+
     WeightMatrix view() const { return {type, n_cols, n_rows, bytes}; }
+    // Builds `packed` (the type must have an interleaved layout).
+    void pack();
+    // view() with the interleaved copy attached.
+    WeightMatrix packed_view() const;
 };
 
 class QuantFixture {

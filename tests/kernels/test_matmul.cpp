@@ -23,6 +23,11 @@
 // runs the GEMM panel arithmetic for every token count), and for bit-identical outputs: a token's
 // row of y must have the same bits whether it is alone or in a batch of 2-20 or 33 tokens, at any
 // place in it, on 1, 2 or 3 threads.
+//
+// Weights in the interleaved layout (kernels/packed_layout.h, WeightMatrix::packed) are one more
+// variant of every path ("-packed"): against the same reference, and bit for bit equal to the
+// file's layout in the batch-invariant mode on the same path (in both modes: interleaved weights
+// always take the GEMM's arithmetic); paths without kernels for them read the file's layout.
 
 #include <gtest/gtest.h>
 
@@ -42,6 +47,7 @@
 #include "kernels/activation_quant.h"
 #include "kernels/kernel_path.h"
 #include "kernels/matmul.h"
+#include "kernels/packed_layout.h"
 #include "quant_fixture.h"
 
 namespace minfer {
@@ -54,10 +60,12 @@ struct Path {
     int64_t hwy_target;  // 0 for the scalar reference
     bool extensions;
     MatmulMode mode = MatmulMode::kGemvForOneToken;
+    bool packed = false;  // the interleaved weights attached
 };
 
-// Every kernel path of this machine (each once more in the batch-invariant mode with `invariant`).
-std::vector<Path> kernel_paths(bool invariant = false) {
+// Every kernel path of this machine (each once more in the batch-invariant mode with `invariant`,
+// and all of them once more with the interleaved weights with `packed`).
+std::vector<Path> kernel_paths(bool invariant = false, bool packed = false) {
     std::vector<Path> paths = {{"scalar", 0, true}};
     auto add = [&](const std::string& name, int64_t target, bool extensions) {
         paths.push_back({name, target, extensions});
@@ -68,6 +76,15 @@ std::vector<Path> kernel_paths(bool invariant = false) {
     for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
         add(hwy::TargetName(target), target, true);
         if (target == HWY_AVX3 && x86_vnni_available()) add("AVX3-without-VNNI", target, false);
+    }
+    if (packed) {
+        const std::size_t n = paths.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            Path p = paths[i];
+            p.name += "-packed";
+            p.packed = true;
+            paths.push_back(p);
+        }
     }
     return paths;
 }
@@ -174,6 +191,29 @@ Reference reference(const TestMatrix& m, const std::vector<float>& x, int64_t n_
     return ref;
 }
 
+// Checks that y ([n_tokens][rows]) holds, bit for bit, the rows of `alone` ([n][rows], token t
+// computed by itself, or whatever `expected` names); reports the first difference.
+void expect_same_bits(const std::vector<float>& y, const std::vector<float>& alone,
+                      int64_t n_tokens, int64_t rows, const std::string& what,
+                      const char* got = "in the batch", const char* expected = "alone") {
+    const std::size_t bytes = static_cast<std::size_t>(n_tokens * rows) * sizeof(float);
+    if (std::memcmp(y.data(), alone.data(), bytes) == 0) return;
+    for (std::size_t o = 0; o < static_cast<std::size_t>(n_tokens * rows); ++o) {
+        if (std::memcmp(&y[o], &alone[o], sizeof(float)) != 0) {
+            ADD_FAILURE() << what << ": token " << o / static_cast<std::size_t>(rows) << " row "
+                          << o % static_cast<std::size_t>(rows) << " is " << y[o] << " " << got
+                          << " but " << alone[o] << " " << expected;
+            return;
+        }
+    }
+}
+
+// True where the interleaved weights take kernels of their own: the AVX-512 path (with or without
+// VNNI). Elsewhere matmul reads the file's layout and the equality is trivial.
+bool kernels_have_packed(const Path& p, GgmlType type) {
+    return p.hwy_target == HWY_AVX3 && kernels::has_packed_layout(type);
+}
+
 struct Shape {
     int64_t rows, tokens, cols;
 };
@@ -201,7 +241,11 @@ const std::vector<Shape>& shapes() {
         {17, 17, 864},
         // longer than the chunks of columns the small-batch GEMM unpacks at a time
         {21, 1, 2304},
-        {37, 3, 2304}};
+        {37, 3, 2304},
+        // the interleaved kernels' runs of 4 tokens, and their switch to panels at 32 tokens
+        {19, 5, 512},
+        {9, 12, 256},
+        {23, 32, 256}};
     return s;
 }
 
@@ -213,11 +257,13 @@ TEST_P(MatmulTest, AgreesWithGgmlDequantizationOnEveryPath) {
     const GgmlType type = GetParam();
     ThreadPool pool(2);
     MatmulScratch scratch;
-    const std::vector<Path> paths = kernel_paths(/*invariant=*/true);
+    const std::vector<Path> paths =
+        kernel_paths(/*invariant=*/true, /*packed=*/kernels::has_packed_layout(type));
 
     for (const Shape& shape : shapes()) {
         if (shape.cols % std::max<int64_t>(32, block_size(type)) != 0) continue;
-        const TestMatrix m = fixture.make_matrix(type, shape.rows, shape.cols);
+        TestMatrix m = fixture.make_matrix(type, shape.rows, shape.cols);
+        if (kernels::has_packed_layout(type)) m.pack();
         const std::vector<float> x = make_activations(
             shape.tokens, shape.cols, static_cast<uint32_t>(shape.rows * 31 + shape.tokens));
         const Reference ref = reference(m, x, shape.tokens);
@@ -229,8 +275,18 @@ TEST_P(MatmulTest, AgreesWithGgmlDequantizationOnEveryPath) {
                          << shape.tokens << " cols " << shape.cols);
             select_path(p);
             std::vector<float> y(outputs, -12345.0f);
-            matmul(m.view(), x.data(), shape.tokens, y.data(), pool, scratch, p.mode);
+            matmul(p.packed ? m.packed_view() : m.view(), x.data(), shape.tokens, y.data(), pool,
+                   scratch, p.mode);
+            std::vector<float> file_layout(outputs, -12345.0f);
+            if (p.packed) {
+                matmul(m.view(), x.data(), shape.tokens, file_layout.data(), pool, scratch,
+                       MatmulMode::kBatchInvariant);
+            }
             reset_path();
+            if (p.packed && p.hwy_target != 0 && kernels_have_packed(p, type)) {
+                expect_same_bits(y, file_layout, shape.tokens, shape.rows, "interleaved weights",
+                                 "interleaved", "from the file's layout");
+            }
 
             double err2 = 0, var = 0;
             int failures = 0;
@@ -292,22 +348,6 @@ std::vector<int64_t> batch_sizes() {
     return sizes;
 }
 
-// Checks that y ([n_tokens][rows]) holds, bit for bit, the rows of `alone` ([n][rows], token t
-// computed by itself); reports the first difference.
-void expect_same_bits(const std::vector<float>& y, const std::vector<float>& alone,
-                      int64_t n_tokens, int64_t rows, const std::string& what) {
-    const std::size_t bytes = static_cast<std::size_t>(n_tokens * rows) * sizeof(float);
-    if (std::memcmp(y.data(), alone.data(), bytes) == 0) return;
-    for (std::size_t o = 0; o < static_cast<std::size_t>(n_tokens * rows); ++o) {
-        if (std::memcmp(&y[o], &alone[o], sizeof(float)) != 0) {
-            ADD_FAILURE() << what << ": token " << o / static_cast<std::size_t>(rows) << " row "
-                          << o % static_cast<std::size_t>(rows) << " is " << y[o]
-                          << " in the batch but " << alone[o] << " alone";
-            return;
-        }
-    }
-}
-
 // Every output of a batch of N tokens equals, bit for bit, that token's output computed alone.
 void check_invariance(const WeightMatrix& w, const std::vector<float>& x, const std::string& what) {
     const std::vector<int64_t> sizes = batch_sizes();
@@ -338,13 +378,15 @@ TEST_P(MatmulInvarianceTest, BatchOutputsAreBitIdenticalToSingleTokens) {
     const GgmlType type = GetParam();
     for (const InvarianceShape& shape : invariance_shapes()) {
         if (shape.cols % std::max<int64_t>(32, block_size(type)) != 0) continue;
-        const TestMatrix m = fixture.make_matrix(type, shape.rows, shape.cols);
+        TestMatrix m = fixture.make_matrix(type, shape.rows, shape.cols);
+        const bool packed = kernels::has_packed_layout(type);
+        if (packed) m.pack();
         const std::vector<float> x =
             make_activations(batch_sizes().back(), shape.cols, static_cast<uint32_t>(shape.cols));
-        for (const Path& p : kernel_paths()) {
+        for (const Path& p : kernel_paths(/*invariant=*/false, packed)) {
             select_path(p);
             check_invariance(
-                m.view(), x,
+                p.packed ? m.packed_view() : m.view(), x,
                 concat(type_name(type), " ", p.name, ", ", shape.rows, " x ", shape.cols));
             reset_path();
         }

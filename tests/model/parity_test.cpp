@@ -1,6 +1,7 @@
 // The forward pass against llama.cpp's reference logits (../shared/fixtures/golden): every golden
 // file, evaluated in one batch, one token at a time and in micro-batches of 7, with 1 and 2
-// threads, with every KV cache type and with the GEMV kernels (--no-batch-invariant); greedy
+// threads, with every KV cache type and with the GEMV kernels (--no-batch-invariant), with the
+// weights repacked (the default) and zero-copy in the file's layout (--no-repack); greedy
 // decoding reproduces the reference continuation wherever the reference itself is decided.
 
 #include <gtest/gtest.h>
@@ -24,6 +25,7 @@ struct ParityParam {
     int threads;
     GgmlType kv_type = GgmlType::F16;
     bool batch_invariant = true;  // the engine's default
+    bool repack = true;           // the engine's default
 };
 
 std::string param_name(const testing::TestParamInfo<ParityParam>& info) {
@@ -34,6 +36,7 @@ std::string param_name(const testing::TestParamInfo<ParityParam>& info) {
     std::string name = test::golden_name(p.golden) + "_" + mode + "_t" + std::to_string(p.threads);
     if (p.kv_type != GgmlType::F16) name += "_kv" + std::string(type_name(p.kv_type));
     if (!p.batch_invariant) name += "_gemv";
+    if (!p.repack) name += "_norepack";
     return name;
 }
 
@@ -50,6 +53,7 @@ TEST_P(Parity, LogprobsMatchTheReference) {
     options.n_batch = p.mode == Mode::MicroBatch7 ? 7 : p.mode == Mode::TokenByToken ? 1 : 512;
     options.kv_type = p.kv_type;
     options.batch_invariant = p.batch_invariant;
+    options.repack_weights = p.repack;
     auto t = test::make_engine(model_path, options);
     ASSERT_EQ(t.model.model->hparams().n_vocab, golden.n_vocab);
     // The golden files were made with an f16 cache: a q8_0 cache may deviate twice as far.
@@ -91,7 +95,8 @@ TEST_P(Parity, LogprobsMatchTheReference) {
     }
     EXPECT_LE(n_rerouted, std::max<std::size_t>(1, n_positions / 50))
         << "positions beyond the tolerance (routing near-ties are rarer than that)";
-    std::printf("parity %-24s max |dlogprob| %.4f (tolerance %.4f)%s\n", golden.model.c_str(),
+    std::printf("parity %-24s %-28s max |dlogprob| %.4f (tolerance %.4f)%s\n",
+                golden.model.c_str(), testing::UnitTest::GetInstance()->current_test_info()->name(),
                 worst, tol,
                 n_rerouted > 0 ? concat("; ", n_rerouted, " rerouted position(s): ", worst_rerouted,
                                         " (within ", routing_tol, ")")
@@ -109,8 +114,14 @@ std::vector<ParityParam> all_params() {
         // A q8_0 cache needs head sizes that are multiples of 32 (stories260K's are 8).
         if (std::string(f) != "stories260K.json")
             params.push_back({f, Mode::MicroBatch7, 2, GgmlType::Q8_0});
-        // --no-batch-invariant: one token at a time is where the GEMV kernels run.
+        // --no-batch-invariant: one token at a time is where the GEMV kernels run (on
+        // weights of the file's layout: repacked ones take the GEMM's arithmetic in both modes).
         params.push_back({f, Mode::TokenByToken, 2, GgmlType::F16, /*batch_invariant=*/false});
+        params.push_back({f, Mode::TokenByToken, 2, GgmlType::F16, false, /*repack=*/false});
+        // --no-repack: the weights zero-copy in the file's layout.
+        for (Mode m : {Mode::OneBatch, Mode::TokenByToken, Mode::MicroBatch7}) {
+            params.push_back({f, m, 2, GgmlType::F16, true, /*repack=*/false});
+        }
     }
     return params;
 }

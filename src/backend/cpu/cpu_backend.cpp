@@ -16,6 +16,7 @@
 #include "backend/cpu/cpu_attention.h"
 #include "backend/cpu/cpu_moe.h"
 #include "backend/cpu/kv_pool.h"
+#include "backend/cpu/packed_weights.h"
 #include "core/error.h"
 #include "core/memory_limits.h"
 #include "core/spin_barrier.h"
@@ -71,6 +72,21 @@ class CpuBackend final : public Backend {
     uint64_t weight_bytes_read() const override {
         return static_weight_bytes_ + moe_workspace_.expert_bytes;
     }
+    std::size_t weight_copy_bytes() const override { return packed_.bytes(); }
+
+    void prepare(const Graph& g) override {
+        if (!options_.repack_weights) return;
+        std::vector<WeightMatrix> matrices;
+        for (const Op& op : g.ops) {
+            if (op.type == OpType::MatMul) matrices.push_back(matrix_of(*op.weight));
+            // Experts: every 2-D slice of the 3-D tensor, each its own copy (a token reads k).
+            if (op.type == OpType::MoeMatMul) {
+                for (int64_t e = 0; e < op.weight->ne[2]; ++e)
+                    matrices.push_back(matrix_of(op.weight->matrix(e)));
+            }
+        }
+        packed_.prepare(matrices, pool_);
+    }
     std::size_t scratch_bytes() const override {
         std::size_t n = scratch_.capacity();
         for (const auto& b : buffers_) n += b.capacity() * sizeof(float);
@@ -92,6 +108,7 @@ class CpuBackend final : public Backend {
         // Everything that could fail is checked before the threads start: an exception thrown by
         // one thread inside the run would leave the others waiting at a barrier.
         validate_graph_for(g, options_);
+        prepare(g);  // a map lookup per matmul once every weight is packed
         allocate(g);
         plan(g);
         SpinBarrier barrier(pool_.size());
@@ -100,18 +117,26 @@ class CpuBackend final : public Backend {
             for (std::size_t i = 0; i < g.ops.size(); ++i) {
                 const Op& op = g.ops[i];
                 if (jobs_[i]) {
-                    if (!jobs_[i]->converts_serially() || thread == 0)
-                        jobs_[i]->run_phase(0, thread, n_threads);
-                    barrier.arrive_and_wait();
+                    // A job sharing the previous one's activations (K and V after Q, up after
+                    // gate) has nothing to convert: it starts right after that job's products.
+                    if (!jobs_[i]->shares_activations()) {
+                        if (!jobs_[i]->converts_serially() || thread == 0)
+                            jobs_[i]->run_phase(0, thread, n_threads);
+                        barrier.arrive_and_wait();
+                    }
                     jobs_[i]->run_phase(1, thread, n_threads);
                 } else if (moe_[i]) {
                     run_moe(*moe_[i], barrier, thread, n_threads);
                 } else if (!serial_[i] || thread == 0) {
                     run(op, g, thread, serial_[i] ? 1 : n_threads);
                 }
-                // Two ops in a row that only thread 0 runs need no barrier between them.
+                // Two ops in a row that only thread 0 runs need no barrier between them, nor
+                // two matmuls on the same input (neither reads what the other writes).
                 const bool next_serial = i + 1 < g.ops.size() && serial_[i + 1];
-                if (!(serial_[i] && next_serial)) barrier.arrive_and_wait();
+                const bool next_shares = i + 1 < g.ops.size() && jobs_[i + 1] &&
+                                         jobs_[i + 1]->shares_activations() &&
+                                         g.ops[i + 1].dst != op.src0 && g.ops[i + 1].dst != op.dst;
+                if (!(serial_[i] && next_serial) && !next_shares) barrier.arrive_and_wait();
                 if (thread == 0 && options_.trace) {
                     const auto now = std::chrono::steady_clock::now();
                     options_.trace(op,
@@ -170,12 +195,12 @@ class CpuBackend final : public Backend {
         for (std::size_t i = 0; i < g.ops.size(); ++i) {
             const Op& op = g.ops[i];
             if (op.type == OpType::MatMul) {
-                jobs_[i].emplace(matrix_of(*op.weight), buf(op.src0), op.rows, buf(op.dst),
-                                 pool_.size(), mode);
+                jobs_[i].emplace(packed_.attach(matrix_of(*op.weight)), buf(op.src0), op.rows,
+                                 buf(op.dst), pool_.size(), mode);
                 scratch = std::max(scratch, jobs_[i]->scratch_bytes());
             } else if (op.type == OpType::MoeMatMul) {
                 moe_[i].emplace(op, buf(op.src0), buf(op.src1), buf(op.dst), pool_.size(), mode,
-                                moe_workspace_);
+                                moe_workspace_, packed_);
             } else {
                 serial_[i] = is_serial(op);
             }
@@ -417,6 +442,7 @@ class CpuBackend final : public Backend {
     CpuKvPool kv_;
     ThreadPool& pool_;
     MatmulScratch scratch_;
+    PackedWeights packed_;  // interleaved copies of the matmul weights (empty with --no-repack)
     std::vector<std::vector<float>> buffers_;     // by BufferId of the graphs executed
     std::vector<AttentionWorkspace> attention_;   // per thread
     std::vector<std::optional<MatmulJob>> jobs_;  // per op of the graph being executed

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/packed_weights.h"
 #include "kernels/attention.h"
 
 namespace minfer {
@@ -53,7 +54,7 @@ void moe_combine_row(const float* experts, const float* route, int64_t k, int64_
 }
 
 MoeMatmul::MoeMatmul(const Op& op, const float* x, const float* route, float* y, int n_threads,
-                     MatmulMode mode, MoeWorkspace& ws)
+                     MatmulMode mode, MoeWorkspace& ws, const PackedWeights& packed)
     : weight_(*op.weight),
       moe_(op.moe),
       x_(x),
@@ -64,7 +65,8 @@ MoeMatmul::MoeMatmul(const Op& op, const float* x, const float* route, float* y,
       n_out_(op.weight->ne[1]),
       n_threads_(n_threads),
       mode_(mode),
-      ws_(&ws) {
+      ws_(&ws),
+      packed_(&packed) {
     // Every expert has the first one's type and shape: if it suits a MatmulJob, so do all, and
     // the jobs prepare() creates during the run cannot throw.
     (void)MatmulJob(expert(0), x, 1, y, n_threads, mode);
@@ -80,7 +82,7 @@ MoeMatmul::MoeMatmul(const Op& op, const float* x, const float* route, float* y,
 
 WeightMatrix MoeMatmul::expert(int64_t e) const {
     const Weight m = weight_.matrix(e);
-    return WeightMatrix{m.type, m.n_cols(), m.n_rows(), m.data};
+    return packed_->attach(WeightMatrix{m.type, m.n_cols(), m.n_rows(), m.data});
 }
 
 void MoeMatmul::prepare() {

@@ -12,6 +12,8 @@
 //   multiply (all)         every job's phase 1, each split over the threads by weight rows
 //   scatter  (all)         the expert-sorted outputs back to [token][slot] order
 // with a barrier between phases (the caller's).
+// Each expert's matrix is a 2-D slice of the op's 3-D weight; the jobs read its interleaved copy
+// where the backend made one (packed_weights.h: every slice is packed on its own).
 
 #include <cstdint>
 #include <optional>
@@ -21,6 +23,8 @@
 #include "model/graph.h"
 
 namespace minfer {
+
+class PackedWeights;
 
 // The k experts of one token from its router logits [n_expert] (overwritten by the softmax):
 // out = [k expert ids as floats, most probable first; k weights renormalised to sum 1].
@@ -52,9 +56,10 @@ struct MoeWorkspace {
 class MoeMatmul {
   public:
     // Checks that the expert matrices suit the matmul kernels (throws like MatmulJob) and grows
-    // the workspace's blocks for this op. x is src0, route the MoeRoute output, y the op's dst.
+    // the workspace's blocks for this op. x is src0, route the MoeRoute output, y the op's dst;
+    // packed holds the copies of the experts' slices (none: the file's layout), and outlives this.
     MoeMatmul(const Op& op, const float* x, const float* route, float* y, int n_threads,
-              MatmulMode mode, MoeWorkspace& ws);
+              MatmulMode mode, MoeWorkspace& ws, const PackedWeights& packed);
 
     void prepare();                    // thread 0 only
     void gather(int thread, int n);    // every thread, after prepare
@@ -63,7 +68,7 @@ class MoeMatmul {
     void scatter(int thread, int n);   // every thread, after multiply
 
   private:
-    WeightMatrix expert(int64_t e) const;
+    WeightMatrix expert(int64_t e) const;  // its copy attached, if it has one
 
     Weight weight_;
     MoeParams moe_;
@@ -74,6 +79,7 @@ class MoeMatmul {
     int n_threads_;
     MatmulMode mode_;
     MoeWorkspace* ws_;
+    const PackedWeights* packed_;
 };
 
 }  // namespace minfer

@@ -1,0 +1,208 @@
+// The interleaved weight layout (packed_layout.h), built once at load: a word-by-word
+// transposition of 16 rows, the fifth bits of Q5_0 and Q5_K as byte masks, Q6_K's 6-bit codes
+// four to three bytes.
+
+#include "kernels/packed_layout.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace minfer::kernels {
+namespace {
+
+constexpr int64_t align64(int64_t n) {
+    return (n + 63) & ~int64_t{63};
+}
+
+uint32_t load32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+// Row r's n_words words of a block from byte `offset` on, into units of the 16 rows' copies.
+void put_words(const uint8_t* block, int r, int offset, int n_words, uint8_t* dst,
+               uint32_t flip = 0) {
+    for (int w = 0; w < n_words; ++w) {
+        const uint32_t v = load32(block + offset + 4 * w) ^ flip;
+        std::memcpy(dst + 64 * w + 4 * r, &v, 4);
+    }
+}
+
+// Row r's bits of n_masks byte masks (bit 4r + c of mask m is bit(block, m, c)), or-ed into the
+// masks at dst (zero before the first row).
+template <class Bit>
+void put_masks(const uint8_t* block, int r, int n_masks, uint8_t* dst, Bit bit) {
+    for (int m = 0; m < n_masks; ++m) {
+        uint64_t mask;
+        std::memcpy(&mask, dst + 8 * m, 8);
+        for (int c = 0; c < 4; ++c) {
+            mask |= static_cast<uint64_t>(bit(block, m, c) & 1) << (4 * r + c);
+        }
+        std::memcpy(dst + 8 * m, &mask, 8);
+    }
+}
+
+// Q5_0: bit c of qh (bytes 2-5) is the fifth bit of value c; mask g covers values 4g .. 4g + 3,
+// so it takes qh's bits 4g .. 4g + 3 at 4r .. 4r + 3.
+void pack_q5_0(const uint8_t* block, int r, uint8_t* a) {
+    put_words(block, r, 6, 4, a);
+    const uint32_t qh = load32(block + 2);
+    for (int g = 0; g < 8; ++g) {
+        uint64_t mask;
+        std::memcpy(&mask, a + 4 * 64 + 8 * g, 8);
+        mask |= static_cast<uint64_t>((qh >> (4 * g)) & 0xF) << (4 * r);
+        std::memcpy(a + 4 * 64 + 8 * g, &mask, 8);
+    }
+}
+
+// Q5_K: bit s of qh[l] (bytes 16-47) is the fifth bit of value l of sub-block s; mask 8s + j
+// covers values 4j .. 4j + 3 of sub-block s.
+void pack_q5_k(const uint8_t* block, int r, uint8_t* a) {
+    put_words(block, r, 0, 4, a);
+    put_masks(block, r, 64, a + 4 * 64,
+              [](const uint8_t* b, int m, int c) { return b[16 + 4 * (m % 8) + c] >> (m / 8); });
+    put_words(block, r, 48, 32, a + 12 * 64);
+}
+
+// Q6_K: sub-block k (16 values: column groups 4k .. 4k + 3, codes G0-G3 of 6 bits) in units
+// 3k .. 3k + 2: G0 | (G3 & 3) << 6, G1 | (G3 & 12) << 4, G2 | (G3 & 48) << 2; then the 16 int8
+// scales (bytes 192-207) as 4 words.
+void pack_q6_k(const uint8_t* block, int r, uint8_t* a) {
+    // The codes (value + 32, 0-63) as block_unpack decodes them: in each half of 128 values,
+    // columns l, l + 32, l + 64, l + 96 take the low nibble of ql[l], of ql[l + 32], the high
+    // nibble of ql[l], of ql[l + 32], with bits 0-1, 2-3, 4-5, 6-7 of qh[l] on top.
+    uint8_t codes[256];
+    for (int half = 0; half < 2; ++half) {
+        const uint8_t* ql = block + 64 * half;
+        const uint8_t* qh = block + 128 + 32 * half;
+        uint8_t* q = codes + 128 * half;
+        for (int l = 0; l < 32; ++l) {
+            q[l] = static_cast<uint8_t>((ql[l] & 0x0F) | (qh[l] & 3) << 4);
+            q[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0x0F) | (qh[l] >> 2 & 3) << 4);
+            q[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (qh[l] >> 4 & 3) << 4);
+            q[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (qh[l] >> 6 & 3) << 4);
+        }
+    }
+    for (int k = 0; k < 16; ++k) {
+        for (int c = 0; c < 4; ++c) {
+            const uint8_t* g = codes + 16 * k + c;  // g[4 i]: group i's value
+            for (int i = 0; i < 3; ++i) {
+                a[64 * (3 * k + i) + 4 * r + c] =
+                    static_cast<uint8_t>(g[4 * i] | ((g[12] >> (2 * i)) & 3) << 6);
+            }
+        }
+    }
+    put_words(block, r, 192, 4, a + 48 * 64);
+}
+
+struct TypeLayout {
+    int64_t a_units;
+    int b_offset;  // offset of the f16 d for plane B, -1: none
+};
+
+bool type_layout(GgmlType type, TypeLayout& t) {
+    switch (type) {
+        case GgmlType::Q4_0:
+        case GgmlType::IQ4_NL:
+            t = {4, 0};
+            return true;
+        case GgmlType::Q5_0:
+            t = {5, 0};
+            return true;
+        case GgmlType::Q8_0:
+            t = {8, 0};
+            return true;
+        case GgmlType::Q4_K:
+            t = {36, -1};
+            return true;
+        case GgmlType::Q5_K:
+            t = {44, -1};
+            return true;
+        case GgmlType::Q6_K:
+            t = {52, 208};
+            return true;
+        case GgmlType::IQ4_XS:
+            t = {34, -1};
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Row r's part of plane A of one block.
+void pack_block(GgmlType type, const uint8_t* block, int r, uint8_t* a) {
+    switch (type) {
+        case GgmlType::Q4_0:
+        case GgmlType::IQ4_NL:
+            return put_words(block, r, 2, 4, a);
+        case GgmlType::Q8_0:
+            return put_words(block, r, 2, 8, a, 0x80808080u);
+        case GgmlType::Q5_0:
+            return pack_q5_0(block, r, a);
+        case GgmlType::Q4_K:
+            return put_words(block, r, 0, 36, a);
+        case GgmlType::Q5_K:
+            return pack_q5_k(block, r, a);
+        case GgmlType::Q6_K:
+            return pack_q6_k(block, r, a);
+        case GgmlType::IQ4_XS:
+            return put_words(block, r, 0, 34, a);
+        default:
+            throw UnsupportedError(
+                concat("no interleaved layout for weights of type ", type_name(type)));
+    }
+}
+
+}  // namespace
+
+bool has_packed_layout(GgmlType type) {
+    TypeLayout t{};
+    return type_layout(type, t);
+}
+
+PackedLayout packed_layout(GgmlType type, int64_t n_cols, int64_t n_rows) {
+    TypeLayout t{};
+    if (!type_layout(type, t)) {
+        throw UnsupportedError(
+            concat("no interleaved layout for weights of type ", type_name(type)));
+    }
+    PackedLayout l;
+    l.n_blocks = n_cols / block_size(type);
+    l.n_groups = (n_rows + kPackedRows - 1) / kPackedRows;
+    l.a_units = t.a_units;
+    l.a_bytes = 64 * t.a_units;
+    l.has_b = t.b_offset >= 0;
+    l.group_bytes = l.n_blocks * l.a_bytes + (l.has_b ? align64(l.n_blocks * 32) : 0);
+    return l;
+}
+
+void repack_groups(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
+                   std::byte* packed) {
+    const PackedLayout l = packed_layout(w.type, w.n_cols, w.n_rows);
+    TypeLayout t{};
+    type_layout(w.type, t);
+    const auto row_bytes = static_cast<int64_t>(row_size(w.type, w.n_cols));
+    const auto block_bytes = static_cast<int64_t>(type_size(w.type));
+    const auto* data = reinterpret_cast<const uint8_t*>(w.data.data());
+    for (int64_t g = group_begin; g < group_end; ++g) {
+        auto* group = reinterpret_cast<uint8_t*>(packed) + g * l.group_bytes;
+        // Rows past the end stay zero (d = 0: they add nothing), as does plane B's padding.
+        std::memset(group, 0, static_cast<std::size_t>(l.group_bytes));
+        // Row after row, so that each row's blocks are read in order.
+        for (int r = 0; r < kPackedRows; ++r) {
+            const int64_t row = g * kPackedRows + r;
+            if (row >= w.n_rows) break;
+            const uint8_t* src = data + row * row_bytes;
+            for (int64_t b = 0; b < l.n_blocks; ++b) {
+                const uint8_t* block = src + b * block_bytes;
+                pack_block(w.type, block, r, group + b * l.a_bytes);
+                if (l.has_b)
+                    std::memcpy(group + l.b_plane() + 32 * b + 2 * r, block + t.b_offset, 2);
+            }
+        }
+    }
+}
+
+}  // namespace minfer::kernels

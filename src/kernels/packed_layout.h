@@ -1,0 +1,80 @@
+#pragma once
+// The interleaved ("repacked") weight layout of the CPU kernels, built once at load from a
+// matrix in the file's layout. Private to the CPU backend: the graph and other backends keep
+// seeing the file's bytes.
+//
+// Why: one token multiplies each weight once, so decoding is bound by how fast the weights
+// stream in. In the file's layout a SIMD kernel that computes 16 rows at once (one zmm lane per
+// row, the GEMM's arithmetic) must first transpose 16 rows' bytes, and the 16 rows are 16
+// streams in memory; interleaved at load, the same kernel loads each vector as it is, and each
+// thread reads one sequential stream.
+//
+// Layout. Rows are taken in groups of kPackedRows = 16 (the last group padded with zero rows).
+// A "column group" is 4 consecutive values of a block: the kernels hold the 16 rows' 4 values of
+// one column group in one 64-byte vector (row r in bytes 4r .. 4r + 3), as vpdpbusd wants them. A
+// row group holds, for each block b, in order:
+//   plane A (block b at a_bytes * b, a_bytes = 64 * a_units): 64-byte units of three kinds:
+//     words: unit w is one 32-bit word of the file's block (bytes `offset` + 4w .. + 3) for the
+//       16 rows: row r's copy at 4r. Quant nibbles stay as they are (byte k of a word holds
+//       columns k and k + 16 of a 32-value block, or of a pair of K-quant sub-blocks); Q8_0's
+//       bytes are stored XOR 0x80 (value + 128, the unsigned operand of vpdpbusd).
+//     bit masks (Q5_0, Q5_K): the fifth bits of the values as AVX-512 byte masks, 8 per unit:
+//       mask m holds one bit of each value of a column group, bit 4r + c for row r and column c
+//       of the group, in the vector's byte order. A kernel adds 16 to the nibbles under the mask
+//       (one masked vpaddb) instead of shifting qh into place.
+//     6-bit codes (Q6_K): the codes (value + 32) of 4 column groups G0-G3 in 3 units, G0-G2 in
+//       the low 6 bits of each byte and G3's bits 2i, 2i + 1 in bits 6-7 of unit i: three masks
+//       decode G0-G2 and three shifts, two bit selections and a mask G3.
+//   plane B (after all of plane A, block b at 32 b): for the types whose f16 scale d is not on
+//     a word of plane A (Q4_0, Q5_0, Q8_0, IQ4_NL: d first, then 16, 20 or 32 bytes; Q6_K: d
+//     last), the 16 rows' d as 16 f16 (32 bytes). Padded to 64 bytes.
+// Per type (block bytes: plane A units; plane B):
+//   Q4_0    18 B: 4 words of qs;                                                   d
+//   IQ4_NL  18 B: 4 words of qs;                                                   d
+//   Q8_0    34 B: 8 words of qs ^ 0x80 (column group g = word g);                   d
+//   Q5_0    22 B: 4 words of qs, 1 unit of masks (fifth bit; mask g: column group g); d
+//   Q4_K   144 B: 4 words (d|dmin, 12 bytes of scales), 32 words of qs;            -
+//   Q5_K   176 B: 4 words (d|dmin, scales), 8 units of masks (fifth bit; mask 8s + j: sub-block
+//                 s, column group j), 32 words of qs;                              -
+//   Q6_K   210 B: 48 units of codes (units 3k .. 3k + 2: sub-block k of 16 values), 4 words of
+//                 scales;                                                          d
+//   IQ4_XS 136 B: 34 words (d|scales_h, scales_l, 32 of qs);                        -
+// A group takes 16 x the rows' bytes (plus at most 32 bytes of plane B padding), so decoding
+// reads as many bytes as from the file. A 3-D tensor (experts) is packed one 2-D matrix at a
+// time: each matrix is its own run of groups.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/ggml_type.h"
+#include "kernels/matmul.h"
+
+namespace minfer::kernels {
+
+inline constexpr int kPackedRows = 16;
+
+struct PackedLayout {
+    int64_t n_blocks = 0;     // blocks per row
+    int64_t n_groups = 0;     // groups of kPackedRows rows
+    int64_t a_units = 0;      // 64-byte units per block in plane A
+    int64_t a_bytes = 0;      // plane A bytes per block: 64 * a_units
+    bool has_b = false;       // plane B (the f16 d of each block) present
+    int64_t group_bytes = 0;  // one group: n_blocks * a_bytes + plane B (padded to 64)
+
+    int64_t b_plane() const { return n_blocks * a_bytes; }  // offset of plane B in a group
+    std::size_t bytes() const { return static_cast<std::size_t>(n_groups * group_bytes); }
+};
+
+// True for the types with an interleaved layout (Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K,
+// IQ4_XS).
+bool has_packed_layout(GgmlType type);
+
+// The layout of an n_cols x n_rows matrix of `type` (UnsupportedError without one).
+PackedLayout packed_layout(GgmlType type, int64_t n_cols, int64_t n_rows);
+
+// Writes groups [group_begin, group_end) of w's packed form into `packed` (the whole matrix's
+// packed bytes, packed_layout(...).bytes() of them); threads may fill disjoint ranges at once.
+void repack_groups(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
+                   std::byte* packed);
+
+}  // namespace minfer::kernels

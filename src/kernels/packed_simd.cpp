@@ -1,0 +1,298 @@
+// Matmul on the interleaved layout (packed_layout.h), compiled once per Highway target; AVX-512
+// only (other targets report "not available" and matmul reads the file's layout).
+//
+// Few tokens (decoding: 1 to 15 sequences) multiply the blocks as they are decoded, in registers
+// (PackedTile): per group of 16 rows, runs of 8, 4, 2 or 1 tokens of the activation tiles, one
+// zmm accumulator per token. Many tokens (prefill) decode each group once into a GEMM panel
+// (FillPanel) that gemm_int_panel_simd then multiplies with every token. Both perform, per row
+// and token, the float operations of the panel kernels (gemm_x86_avx3-inl.h's Block32Blocks and
+// SuperBlockBlocks) in the same order on the same exact integer sums, so a token's outputs have
+// the same bits whatever the batch, and the same bits as from the file's layout.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/kernel_path.h"
+#include "kernels/matmul_internal.h"
+#include "kernels/matmul_simd.h"
+#include "kernels/packed_layout.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/packed_simd.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+// clang-format off: the per-target headers must follow highway.h
+#include "kernels/gemm_x86_avx3-inl.h"
+#include "kernels/packed_x86_avx3-inl.h"
+// clang-format on
+
+HWY_BEFORE_NAMESPACE();
+namespace minfer::kernels {
+namespace HWY_NAMESPACE {
+
+#if HWY_TARGET == HWY_AVX3
+
+// One group of a packed matrix: plane A and plane B of its block 0 (b is where plane B would
+// start when the type has none: never read then).
+struct PackedGroup {
+    const uint8_t* a;
+    const uint8_t* b;
+    int64_t a_bytes;
+    int64_t n_blocks;
+    bool has_b;
+};
+
+static_assert(kPackedRows == kPanelRows, "a group fills one GEMM panel");
+
+PackedGroup GroupAt(const WeightMatrix& w, const PackedLayout& l, int64_t g) {
+    const auto* base = reinterpret_cast<const uint8_t*>(w.packed.data()) + g * l.group_bytes;
+    return {base, base + l.b_plane(), l.a_bytes, l.n_blocks, l.has_b};
+}
+
+// Prefetches what the kernel reads Tr::kPrefetch bytes further on: the group's stream runs on
+// into the next group, so this reaches across groups (the hardware prefetcher stops at page
+// boundaries).
+template <class Tr>
+HWY_INLINE void PrefetchAhead(const PackedGroup& g, int64_t b) {
+    const uint8_t* a = g.a + b * g.a_bytes + Tr::kPrefetch;
+    for (int64_t line = 0; line < g.a_bytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(a + line), _MM_HINT_T0);
+    }
+    if (g.has_b && b % 2 == 0) {
+        _mm_prefetch(reinterpret_cast<const char*>(g.b + 32 * b + Tr::kPrefetch), _MM_HINT_T0);
+    }
+}
+
+// T tokens of a run (slot run.slot of tile run.tile and the next T - 1, tiles of W) against every
+// block of one group, into acc[t] (16 rows).
+template <class Tr, int T, int W, bool kVnni>
+HWY_INLINE void PackedBlocks(const PackedGroup& g, const IntActivations& a, const TokenRun& run,
+                             __m512 (&acc)[T]) {
+    constexpr int kGroups = Tr::kSub / 4;
+    // With one or two tokens a single chain of vpdpbusd would set the pace: two chains, added.
+    constexpr int kChains = T <= 2 ? 2 : 1;
+    const int8_t* act = a.q_tile(run.tile) + run.slot * 4;
+    const int32_t* corr = a.corr + a.sub_tile(run.tile) + run.slot;
+    const float* da = a.d + a.block_tile(run.tile) + run.slot;
+    const int32_t* bsum = Tr::kMin ? a.bsum + a.pair_tile(run.tile) + run.slot : nullptr;
+    for (int64_t b = 0; b < g.n_blocks; ++b) {
+        PrefetchAhead<Tr>(g, b);
+        const uint8_t* pa = g.a + b * g.a_bytes;
+        const typename Tr::Head h = Tr::Decode(pa, g.b + 32 * b);
+        __m512i isum[T];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
+        Tr::ForEachSub(pa, h, [&](int s, const __m512i* v) HWY_ATTR {
+            const int64_t as = b * Tr::kSubs + s;  // sub-block of the activation row
+            __m512i part[kChains][T];
+#pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) {
+                // The codes are value + kOffset: start at -kOffset * sum(a) = corr / 128 * kOffset.
+                part[0][t] = Tr::kOffset == 0
+                                 ? _mm512_setzero_si512()
+                                 : _mm512_set1_epi32(corr[as * W + t] / 128 * Tr::kOffset);
+                if constexpr (kChains == 2) part[1][t] = _mm512_setzero_si512();
+            }
+#pragma GCC unroll 8
+            for (int gi = 0; gi < kGroups; gi += kChains) {
+#pragma GCC unroll 2
+                for (int c = 0; c < kChains; ++c) {
+#pragma GCC unroll 8
+                    for (int t = 0; t < T; ++t) {
+                        const int8_t* four = act + ((as * kGroups + gi + c) * W + t) * 4;
+                        part[c][t] = kVnni ? DpbusdVnni(part[c][t], v[gi + c], four)
+                                           : DpbusdEmulated(part[c][t], v[gi + c], four);
+                    }
+                }
+            }
+#pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) {
+                const __m512i dot =
+                    kChains == 2 ? _mm512_add_epi32(part[0][t], part[1][t]) : part[0][t];
+                if constexpr (Tr::kSubs == 1) {
+                    isum[t] = dot;
+                } else {
+                    isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(dot, h.scale[s]));
+                }
+            }
+        });
+        // The float operations of the panel kernels, per row and token.
+        if constexpr (Tr::kSubs == 1 || !Tr::kMin) {
+#pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) {
+                const __m512 sd = _mm512_mul_ps(h.d, _mm512_set1_ps(da[b * W + t]));
+                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), sd, acc[t]);
+            }
+        } else {
+#pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) {
+                __m512i msum = _mm512_setzero_si512();
+                for (int j = 0; j < Tr::kSubs / 2; ++j) {
+                    msum = Dpwssd<kVnni>(msum, h.mins[j], bsum + (b * (Tr::kSubs / 2) + j) * W + t);
+                }
+                const __m512 block =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), h.neg_dmin,
+                                    _mm512_mul_ps(_mm512_cvtepi32_ps(isum[t]), h.d));
+                acc[t] = _mm512_fmadd_ps(block, _mm512_set1_ps(da[b * W + t]), acc[t]);
+            }
+        }
+    }
+}
+
+// T tokens from token t0 (tiles of W) against one group, stored to y[(t0 + t) * y_stride + r] for
+// the group's valid rows.
+template <class Tr, int T, int W, bool kVnni>
+void PackedTile(const PackedGroup& g, const IntActivations& a, int64_t t0, float* y,
+                int64_t y_stride, __mmask16 rows) {
+    __m512 acc[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    PackedBlocks<Tr, T, W, kVnni>(g, a, TokenRun{t0 / W, static_cast<int>(t0 % W), 0}, acc);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * y_stride, rows, acc[t]);
+}
+
+template <class Tr, bool kVnni>
+void PackedGroups(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int64_t g1,
+                  const IntActivations& a, int64_t n_tokens, float* y) {
+    for (int64_t gi = g0; gi < g1; ++gi) {
+        const PackedGroup g = GroupAt(w, l, gi);
+        const int64_t row0 = gi * kPackedRows;
+        const int valid = static_cast<int>(std::min<int64_t>(kPackedRows, w.n_rows - row0));
+        const auto rows = static_cast<__mmask16>((1u << valid) - 1u);
+        float* yg = y + row0;
+        if (a.width == 1) {  // one token, dense activations
+            PackedTile<Tr, 1, 1, kVnni>(g, a, 0, yg, w.n_rows, rows);
+            continue;
+        }
+        int64_t t = 0;
+        for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
+            PackedTile<Tr, kTokenTile, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+        }
+        if (t + 4 <= n_tokens) {
+            PackedTile<Tr, 4, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+            t += 4;
+        }
+        if (t + 2 <= n_tokens) {
+            PackedTile<Tr, 2, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+            t += 2;
+        }
+        if (t < n_tokens) PackedTile<Tr, 1, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+    }
+}
+
+// One group decoded into a GEMM panel of all its columns, exactly as fill_int_panel unpacks the
+// file's layout (codes + 128 - kOffset, the panel's scales).
+template <class Tr>
+void FillPanel(const PackedGroup& g, const IntPanel& panel) {
+    constexpr int kGroups = Tr::kSub / 4;
+    const IntPanel p = panel;  // local: the stores would make the compiler reload its fields
+    const __m512i bias = _mm512_set1_epi8(static_cast<char>(128 - Tr::kOffset));
+    for (int64_t b = 0; b < g.n_blocks; ++b) {
+        const uint8_t* pa = g.a + b * g.a_bytes;
+        const typename Tr::Head h = Tr::Decode(pa, g.b + 32 * b);
+        Tr::ForEachSub(pa, h, [&](int s, const __m512i* v) HWY_ATTR {
+            for (int gi = 0; gi < kGroups; ++gi) {
+                const int64_t group = b * (Tr::kBlockValues / 4) + s * kGroups + gi;
+                const __m512i codes = Tr::kOffset == 128 ? v[gi] : _mm512_add_epi8(v[gi], bias);
+                _mm512_store_si512(p.q + group * kPanelRows * 4, codes);
+            }
+            if constexpr (Tr::kSubs > 1) {
+                _mm512_store_si512(p.scale + (b * Tr::kSubs + s) * kPanelRows, h.scale[s]);
+            }
+        });
+        _mm512_store_ps(p.d + b * kPanelRows, h.d);
+        if constexpr (Tr::kMin) {
+            _mm512_store_ps(p.min_scale + b * kPanelRows, h.neg_dmin);
+            for (int j = 0; j < Tr::kSubs / 2; ++j) {
+                _mm512_store_si512(p.mins + (b * (Tr::kSubs / 2) + j) * kPanelRows, h.mins[j]);
+            }
+        }
+    }
+}
+
+// Calls f(traits) for the type (false: no packed kernels for it).
+template <class F>
+bool WithTraits(GgmlType type, F&& f) {
+    switch (type) {
+        case GgmlType::Q4_0:
+            return f(packed::Q4_0{}), true;
+        case GgmlType::Q5_0:
+            return f(packed::Q5_0{}), true;
+        case GgmlType::Q8_0:
+            return f(packed::Q8_0{}), true;
+        case GgmlType::IQ4_NL:
+            return f(packed::Iq4Nl{}), true;
+        case GgmlType::Q4_K:
+            return f(packed::Q4_K{}), true;
+        case GgmlType::Q5_K:
+            return f(packed::Q5_K{}), true;
+        case GgmlType::Q6_K:
+            return f(packed::Q6_K{}), true;
+        case GgmlType::IQ4_XS:
+            return f(packed::Iq4Xs{}), true;
+        default:
+            return false;
+    }
+}
+
+bool PackedAvailable(GgmlType type) {
+    return WithTraits(type, [](auto) HWY_ATTR {});
+}
+
+void PackedMatmul(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
+                  const IntActivations& a, int64_t n_tokens, float* y) {
+    const PackedLayout l = packed_layout(w.type, w.n_cols, w.n_rows);
+    WithTraits(w.type, [&](auto traits) HWY_ATTR {
+        using Tr = decltype(traits);
+        if (x86_vnni_available()) {
+            PackedGroups<Tr, true>(w, l, group_begin, group_end, a, n_tokens, y);
+        } else {
+            PackedGroups<Tr, false>(w, l, group_begin, group_end, a, n_tokens, y);
+        }
+    });
+}
+
+void FillIntPanelPacked(const WeightMatrix& w, int64_t group, const IntPanel& panel) {
+    const PackedLayout l = packed_layout(w.type, w.n_cols, w.n_rows);
+    WithTraits(w.type, [&](auto traits)
+                           HWY_ATTR { FillPanel<decltype(traits)>(GroupAt(w, l, group), panel); });
+}
+
+#else  // no packed kernels for this target
+
+bool PackedAvailable(GgmlType) {
+    return false;
+}
+void PackedMatmul(const WeightMatrix&, int64_t, int64_t, const IntActivations&, int64_t, float*) {}
+void FillIntPanelPacked(const WeightMatrix&, int64_t, const IntPanel&) {}
+
+#endif  // HWY_TARGET == HWY_AVX3
+
+}  // namespace HWY_NAMESPACE
+}  // namespace minfer::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace minfer::kernels {
+
+HWY_EXPORT(PackedAvailable);
+HWY_EXPORT(PackedMatmul);
+HWY_EXPORT(FillIntPanelPacked);
+
+bool packed_kernels_available(GgmlType type) {
+    return kernel_path() == KernelPath::kBest && HWY_DYNAMIC_DISPATCH(PackedAvailable)(type);
+}
+
+void packed_matmul_simd(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
+                        const IntActivations& act, int64_t n_tokens, float* y) {
+    HWY_DYNAMIC_DISPATCH(PackedMatmul)(w, group_begin, group_end, act, n_tokens, y);
+}
+
+void fill_int_panel_packed_simd(const WeightMatrix& w, int64_t group, const IntPanel& panel) {
+    HWY_DYNAMIC_DISPATCH(FillIntPanelPacked)(w, group, panel);
+}
+
+}  // namespace minfer::kernels
+#endif

@@ -1,0 +1,271 @@
+// The interleaved layout (kernels/packed_layout.h) read back by a scalar decoder written from the
+// header's description, against the file's blocks decoded by block_unpack (the common decoder the
+// scalar reference dots use): every value of every row of every type, row counts that leave the
+// last group partial (its padding rows must be zero), and the sizes the header promises (the same
+// bytes as the file, plus at most 32 bytes of padding per group).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/fixtures.h"
+#include "core/error.h"
+#include "core/half.h"
+#include "core/thread_pool.h"
+#include "kernels/block_unpack.h"
+#include "kernels/matmul.h"
+#include "kernels/packed_layout.h"
+#include "quant/block_types.h"
+#include "quant_fixture.h"
+
+namespace minfer {
+namespace {
+
+using kernels::kPackedRows;
+using kernels::PackedLayout;
+
+const std::vector<GgmlType>& packed_types() {
+    static const std::vector<GgmlType> types = {GgmlType::Q4_0,   GgmlType::Q5_0,  GgmlType::Q8_0,
+                                                GgmlType::IQ4_NL, GgmlType::Q4_K,  GgmlType::Q5_K,
+                                                GgmlType::Q6_K,   GgmlType::IQ4_XS};
+    return types;
+}
+
+// Reads the packed copy of one row group, as the header describes it.
+struct PackedReader {
+    GgmlType type;
+    PackedLayout layout;
+    const uint8_t* group;  // the row group
+
+    const uint8_t* unit(int64_t block, int u) const {
+        return group + block * layout.a_bytes + 64 * u;
+    }
+    // Byte k (0-3) of row r's copy of word unit u.
+    uint8_t word_byte(int64_t block, int u, int r, int k) const {
+        return unit(block, u)[4 * r + k];
+    }
+    // Bit 4r + c of mask m of the masks starting at unit u.
+    int mask_bit(int64_t block, int u, int m, int r, int c) const {
+        uint64_t mask;
+        std::memcpy(&mask, unit(block, u) + 8 * m, 8);
+        return static_cast<int>((mask >> (4 * r + c)) & 1);
+    }
+    // True for the units of masks (8 masks each), false for word units.
+    bool mask_unit(int u) const {
+        switch (type) {
+            case GgmlType::Q5_0:
+                return u == 4;
+            case GgmlType::Q5_K:
+                return u >= 4 && u < 12;
+            default:
+                return false;
+        }
+    }
+    // Row r's 4 bytes of a word unit, or its 4 bits of each of a mask unit's 8 masks: all zero?
+    bool row_is_zero(int64_t block, int u, int r) const {
+        if (!mask_unit(u)) {
+            for (int k = 0; k < 4; ++k) {
+                if (word_byte(block, u, r, k) != 0) return false;
+            }
+            return true;
+        }
+        for (int m = 0; m < 8; ++m) {
+            for (int c = 0; c < 4; ++c) {
+                if (mask_bit(block, u, m, r, c) != 0) return false;
+            }
+        }
+        return true;
+    }
+    uint16_t plane_b(int64_t block, int r) const {
+        uint16_t d;
+        std::memcpy(&d, group + layout.b_plane() + 32 * block + 2 * r, 2);
+        return d;
+    }
+
+    // The integer value (as block_unpack's q) of column `col` of block `block`, row r.
+    int value(int64_t block, int r, int col) const {
+        const int c = col % 4;
+        auto nibble = [&](int u, int k, bool high) {
+            const uint8_t byte = word_byte(block, u, r, k);
+            return high ? byte >> 4 : byte & 0x0F;
+        };
+        switch (type) {
+            case GgmlType::Q4_0:
+            case GgmlType::IQ4_NL: {
+                const int g = col / 4;
+                const int n = nibble(g % 4, c, g >= 4);
+                return type == GgmlType::Q4_0 ? n - 8 : kvalues_iq4nl[n];
+            }
+            case GgmlType::Q8_0:
+                return static_cast<int8_t>(word_byte(block, col / 4, r, c) ^ 0x80);
+            case GgmlType::Q5_0: {
+                const int g = col / 4;
+                return (nibble(g % 4, c, g >= 4) | mask_bit(block, 4, g, r, c) << 4) - 16;
+            }
+            case GgmlType::Q4_K:
+            case GgmlType::Q5_K: {
+                const int s = col / 32, j = col % 32 / 4;
+                const int first = type == GgmlType::Q4_K ? 4 : 12;
+                int v = nibble(first + 8 * (s / 2) + j, c, s % 2 == 1);
+                if (type == GgmlType::Q5_K) v |= mask_bit(block, 4, 8 * s + j, r, c) << 4;
+                return v;
+            }
+            case GgmlType::Q6_K: {
+                const int k = col / 16, i = col % 16 / 4;
+                if (i < 3) return (word_byte(block, 3 * k + i, r, c) & 0x3F) - 32;
+                int code = 0;
+                for (int u = 0; u < 3; ++u)
+                    code |= (word_byte(block, 3 * k + u, r, c) >> 6) << 2 * u;
+                return code - 32;
+            }
+            case GgmlType::IQ4_XS: {
+                const int s = col / 32, idx = col % 32;
+                return kvalues_iq4nl[nibble(2 + 4 * s + idx % 16 / 4, c, idx >= 16)];
+            }
+            default:
+                throw UsageError("not a packed type");
+        }
+    }
+
+    // The block's header bytes as the file holds them: d (f16) and, for the K-quants, what
+    // follows it up to the quants (the scales), read from plane B or the header's word units.
+    std::vector<uint8_t> header(int64_t block, int r) const {
+        std::vector<uint8_t> out;
+        auto words = [&](int first, int n) {
+            for (int u = first; u < first + n; ++u)
+                for (int k = 0; k < 4; ++k) out.push_back(word_byte(block, u, r, k));
+        };
+        switch (type) {
+            case GgmlType::Q4_K:
+            case GgmlType::Q5_K:
+                words(0, 4);  // d, dmin, scales[12]
+                break;
+            case GgmlType::IQ4_XS:
+                words(0, 2);  // d, scales_h, scales_l[4]
+                break;
+            case GgmlType::Q6_K:
+                words(48, 4);  // scales[16]
+                [[fallthrough]];
+            default: {
+                const uint16_t d = plane_b(block, r);
+                out.push_back(static_cast<uint8_t>(d & 0xFF));
+                out.push_back(static_cast<uint8_t>(d >> 8));
+            }
+        }
+        return out;
+    }
+};
+
+// The same header bytes from the file's block.
+std::vector<uint8_t> file_header(GgmlType type, const std::byte* block) {
+    const auto* b = reinterpret_cast<const uint8_t*>(block);
+    switch (type) {
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
+            return {b, b + 16};
+        case GgmlType::IQ4_XS:
+            return {b, b + 8};
+        case GgmlType::Q6_K: {
+            std::vector<uint8_t> out(b + 192, b + 208);
+            out.insert(out.end(), b + 208, b + 210);
+            return out;
+        }
+        default:
+            return {b, b + 2};
+    }
+}
+
+class PackedLayoutTest : public testing::TestWithParam<GgmlType> {};
+
+TEST_P(PackedLayoutTest, HoldsEveryValueWhereTheHeaderSays) {
+    MINFER_REQUIRE_FIXTURE(path, "quant/quant-fixtures.gguf");
+    const test::QuantFixture fixture(path.string());
+    const GgmlType type = GetParam();
+    for (int64_t rows : {1, 16, 21, 37}) {
+        for (int64_t cols : {256, 768}) {
+            SCOPED_TRACE(testing::Message() << type_name(type) << " " << rows << " x " << cols);
+            test::TestMatrix m = fixture.make_matrix(type, rows, cols);
+            m.pack();
+            const PackedLayout l = kernels::packed_layout(type, cols, rows);
+            // The file's bytes: 16 rows of blocks per group, plus plane B's padding.
+            const auto block_bytes = static_cast<int64_t>(type_size(type));
+            EXPECT_EQ(l.a_bytes + (l.has_b ? 32 : 0), kPackedRows * block_bytes);
+            EXPECT_LE(l.group_bytes - kPackedRows * static_cast<int64_t>(row_size(type, cols)), 32);
+            EXPECT_EQ(l.n_groups, (rows + kPackedRows - 1) / kPackedRows);
+            const auto* packed = reinterpret_cast<const uint8_t*>(m.packed.front().bytes);
+            for (int64_t g = 0; g < l.n_groups; ++g) {
+                const PackedReader reader{type, l, packed + g * l.group_bytes};
+                for (int r = 0; r < kPackedRows; ++r) {
+                    const int64_t row = g * kPackedRows + r;
+                    for (int64_t b = 0; b < l.n_blocks; ++b) {
+                        if (row >= rows) {  // padding: all zero, so d = 0
+                            for (int u = 0; u < l.a_units; ++u) {
+                                ASSERT_TRUE(reader.row_is_zero(b, u, r))
+                                    << "row " << row << " unit " << u;
+                            }
+                            if (l.has_b) {
+                                ASSERT_EQ(reader.plane_b(b, r), 0);
+                            }
+                            continue;
+                        }
+                        const std::byte* block = m.bytes.data() +
+                                                 row * static_cast<int64_t>(row_size(type, cols)) +
+                                                 b * block_bytes;
+                        UnpackedBlock expected;
+                        unpack_block(type, block, expected);
+                        const int values = static_cast<int>(block_size(type));
+                        for (int col = 0; col < values; ++col) {
+                            ASSERT_EQ(reader.value(b, r, col), expected.q[col])
+                                << "row " << row << " block " << b << " column " << col;
+                        }
+                        ASSERT_EQ(reader.header(b, r), file_header(type, block))
+                            << "row " << row << " block " << b;
+                    }
+                }
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, PackedLayoutTest, testing::ValuesIn(packed_types()),
+                         [](const auto& param_info) {
+                             return std::string(type_name(param_info.param));
+                         });
+
+TEST(PackedLayout, OnlyTheInterleavedTypesHaveOne) {
+    for (GgmlType type : test::matmul_types()) {
+        const bool expected =
+            std::find(packed_types().begin(), packed_types().end(), type) != packed_types().end();
+        EXPECT_EQ(kernels::has_packed_layout(type), expected) << type_name(type);
+        if (!expected) {
+            EXPECT_THROW(kernels::packed_layout(type, 256, 16), UnsupportedError);
+        }
+    }
+}
+
+TEST(PackedLayout, MatmulRefusesABadCopy) {
+    MINFER_REQUIRE_FIXTURE(path, "quant/quant-fixtures.gguf");
+    const test::QuantFixture fixture(path.string());
+    test::TestMatrix m = fixture.make_matrix(GgmlType::Q4_0, 20, 256);
+    m.pack();
+    ThreadPool pool(1);
+    MatmulScratch scratch;
+    std::vector<float> x(256, 1.0f), y(20);
+    WeightMatrix w = m.packed_view();
+    EXPECT_NO_THROW(matmul(w, x.data(), 1, y.data(), pool, scratch));
+    w.packed = w.packed.first(w.packed.size() - 64);  // one unit short
+    EXPECT_THROW(matmul(w, x.data(), 1, y.data(), pool, scratch), UsageError);
+    w = m.packed_view();
+    w.packed = w.packed.subspan(4);  // not on a 64-byte boundary
+    EXPECT_THROW(matmul(w, x.data(), 1, y.data(), pool, scratch), UsageError);
+    w = m.view();
+    w.type = GgmlType::Q4_1;  // no interleaved layout: a copy of it cannot be right
+    w.n_cols = 224;           // 20 rows of 224 Q4_1 values fit in the Q4_0 bytes
+    w.packed = m.packed_view().packed;
+    EXPECT_THROW(matmul(w, x.data(), 1, y.data(), pool, scratch), UsageError);
+}
+
+}  // namespace
+}  // namespace minfer
