@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
+#include "seed_dir.h"
 
 namespace {
 
@@ -55,10 +56,7 @@ void write_seeds(const std::filesystem::path& dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-    const char* dir = std::getenv("MINFER_FUZZ_SEED_DIR");
-    if (dir != nullptr && std::filesystem::is_directory(dir) && std::filesystem::is_empty(dir)) {
-        write_seeds(dir);
-    }
+    if (const auto dir = minfer::fuzz::empty_seed_dir()) write_seeds(*dir);
     return 0;
 }
 

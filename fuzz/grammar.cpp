@@ -20,6 +20,7 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/json_schema.h"
 #include "grammar/regex_pattern.h"
+#include "seed_dir.h"
 
 namespace {
 
@@ -67,14 +68,12 @@ void write_seed(const std::filesystem::path& dir, int& n, char kind, const std::
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-    const char* seed_dir = std::getenv("MINFER_FUZZ_SEED_DIR");
-    if (seed_dir == nullptr) return 0;
-    const std::filesystem::path dir = seed_dir;
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (!std::filesystem::is_empty(dir, ec) || ec) return 0;
+    const auto seed_dir = minfer::fuzz::empty_seed_dir();
+    if (!seed_dir) return 0;
+    const std::filesystem::path& dir = *seed_dir;
     int n = 0;
-    write_seed(dir, n, 0, "root ::= \"yes\" | \"no\" | answer\nanswer ::= [a-z]+ (\",\" [a-z]+){0,3}",
+    write_seed(dir, n, 0,
+               "root ::= \"yes\" | \"no\" | answer\nanswer ::= [a-z]+ (\",\" [a-z]+){0,3}",
                "abc,de");
     write_seed(dir, n, 0, "root ::= (\"<tool_call>\" [^\\x00-\\x1F]* \"</tool_call>\")+ .? [^]",
                "<tool_call>x");

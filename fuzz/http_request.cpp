@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "chat/chat_template.h"
+#include "seed_dir.h"
 #include "server/api_error.h"
 #include "server/openai_request.h"
 
@@ -42,12 +43,9 @@ void write_seed(const std::filesystem::path& dir, int n, std::string_view bytes)
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-    const char* seed_dir = std::getenv("MINFER_FUZZ_SEED_DIR");
-    if (seed_dir == nullptr) return 0;
-    const std::filesystem::path dir = seed_dir;
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (!std::filesystem::is_empty(dir, ec) || ec) return 0;
+    const auto seed_dir = minfer::fuzz::empty_seed_dir();
+    if (!seed_dir) return 0;
+    const std::filesystem::path& dir = *seed_dir;
     int n = 0;
     for (const char* seed : kSeeds) write_seed(dir, n++, seed);
     return 0;
@@ -68,8 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         if (target.find("chat") != std::string_view::npos) {
             const auto chat = minfer::server::parse_chat_request(req.body(), defaults);
-            static const auto chatml = minfer::chat::ChatTemplate::parse(
-                std::string(minfer::chat::kChatMlTemplate));
+            static const auto chatml =
+                minfer::chat::ChatTemplate::parse(std::string(minfer::chat::kChatMlTemplate));
             minfer::chat::ChatInputs in;
             in.messages = chat.messages;
             in.tools = chat.tools;

@@ -23,6 +23,7 @@
 #include "hub/ollama.h"
 #include "hub/reference.h"
 #include "hub/url.h"
+#include "seed_dir.h"
 
 namespace {
 
@@ -80,12 +81,9 @@ void check_reference(std::string_view text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-    const char* seed_dir = std::getenv("MINFER_FUZZ_SEED_DIR");
-    if (seed_dir == nullptr) return 0;
-    const std::filesystem::path dir = seed_dir;
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (!std::filesystem::is_empty(dir, ec) || ec) return 0;
+    const auto seed_dir = minfer::fuzz::empty_seed_dir();
+    if (!seed_dir) return 0;
+    const std::filesystem::path& dir = *seed_dir;
     int n = 0;
     for (const char* seed : kSeeds) {
         // The selector byte may be NUL: the length comes from the rest of the literal.

@@ -12,6 +12,7 @@
 
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
+#include "seed_dir.h"
 
 namespace {
 
@@ -26,10 +27,8 @@ constexpr GgmlType kTypes[] = {
 constexpr std::size_t kMaxBlocks = 4;
 
 void write_seeds() {
-    const char* dir = std::getenv("MINFER_FUZZ_SEED_DIR");
-    if (dir == nullptr || !std::filesystem::is_directory(dir) || !std::filesystem::is_empty(dir)) {
-        return;
-    }
+    const auto dir = minfer::fuzz::empty_seed_dir();
+    if (!dir) return;
     for (std::size_t t = 0; t < std::size(kTypes); ++t) {
         std::vector<unsigned char> seed(1 + 256 * sizeof(float));
         seed[0] = static_cast<unsigned char>(t);
@@ -37,7 +36,7 @@ void write_seeds() {
             const float v = static_cast<float>(i % 17 - 8) * 0.37f;
             std::memcpy(seed.data() + 1 + i * sizeof(float), &v, sizeof(v));
         }
-        std::ofstream(std::filesystem::path(dir) / ("seed-" + std::to_string(t)), std::ios::binary)
+        std::ofstream(*dir / ("seed-" + std::to_string(t)), std::ios::binary)
             .write(reinterpret_cast<const char*>(seed.data()),
                    static_cast<std::streamsize>(seed.size()));
     }

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "chat/chat_template.h"
+#include "seed_dir.h"
 
 namespace {
 
@@ -65,15 +66,13 @@ void write_seed(const std::filesystem::path& dir, const std::string& name,
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-    const char* seed_dir = std::getenv("MINFER_FUZZ_SEED_DIR");
-    if (seed_dir == nullptr) return 0;
-    const std::filesystem::path dir = seed_dir;
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (!std::filesystem::is_empty(dir, ec) || ec) return 0;
+    const auto seed_dir = minfer::fuzz::empty_seed_dir();
+    if (!seed_dir) return 0;
+    const std::filesystem::path& dir = *seed_dir;
     int n = 0;
     for (const char* seed : kHandSeeds) write_seed(dir, "hand-" + std::to_string(n++), seed);
     const auto templates = shared_dir() / "fixtures" / "templates";
+    std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator(templates, ec)) {
         if (entry.path().extension() != ".jinja") continue;
         std::ifstream in(entry.path(), std::ios::binary);

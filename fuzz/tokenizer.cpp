@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_metadata.h"
+#include "seed_dir.h"
 #include "tokenizer/streaming_decoder.h"
 #include "tokenizer/tokenizer.h"
 
@@ -136,10 +137,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
         tokenizers().push_back(
             std::make_unique<minfer::Tokenizer>(minfer::Tokenizer::from_gguf(file.metadata())));
     }
-    if (const char* dir = std::getenv("MINFER_FUZZ_SEED_DIR")) {
-        std::error_code ec;
-        if (fs::is_directory(dir, ec) && fs::is_empty(dir, ec)) write_seeds(dir);
-    }
+    if (const auto dir = minfer::fuzz::empty_seed_dir()) write_seeds(*dir);
     return 0;
 }
 
