@@ -260,12 +260,11 @@ std::vector<float> activations(int64_t n_tokens, int64_t n_cols = kDim) {
     return x;
 }
 
-// One token (or range(1) tokens) against an n_cols x n_rows matrix streamed from DRAM, in GB/s of
-// weights read (and as a fraction of the measured read bandwidth).
+// n_tokens tokens against an n_cols x n_rows matrix streamed from DRAM, in GB/s of weights read
+// (and as a fraction of the measured read bandwidth).
 void gemv(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows,
-          minfer::MatmulMode mode, bool packed = false) {
+          minfer::MatmulMode mode, bool packed, int64_t n_tokens) {
     const int n_threads = static_cast<int>(state.range(0));
-    const int64_t n_tokens = state.range(1) > 0 ? state.range(1) : 1;
     const Weights& w = weights_of(type, n_cols, n_rows, packed);
     const std::vector<float> x = activations(n_tokens, n_cols);
     std::vector<float> y(static_cast<std::size_t>(n_rows * n_tokens));
@@ -289,23 +288,26 @@ void gemv(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows
 }
 
 void BM_Gemv(benchmark::State& state, GgmlType type) {
-    gemv(state, type, kDim, kDim, minfer::MatmulMode::kGemvForOneToken);
+    gemv(state, type, kDim, kDim, minfer::MatmulMode::kGemvForOneToken, /*packed=*/false, 1);
 }
 void BM_GemvPacked(benchmark::State& state, GgmlType type) {
-    gemv(state, type, kDim, kDim, minfer::MatmulMode::kBatchInvariant, /*packed=*/true);
+    gemv(state, type, kDim, kDim, minfer::MatmulMode::kBatchInvariant, /*packed=*/true, 1);
 }
 
 // Decoding's matrices of Qwen2 0.5B (n_cols x n_rows: 896 x 4864 FFN up/gate, 4864 x 896 FFN
 // down, 896 x 151936 output), one token, in the fast mode (GEMV) and in the batch-invariant mode
 // (GEMM panels), for the cost of batch invariance per matrix.
 void BM_GemvFast(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows) {
-    gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kGemvForOneToken);
+    gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kGemvForOneToken, /*packed=*/false,
+         state.range(1));
 }
 void BM_GemvInvariant(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows) {
-    gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kBatchInvariant);
+    gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kBatchInvariant, /*packed=*/false,
+         state.range(1));
 }
 void BM_GemvPackedShape(benchmark::State& state, GgmlType type, int64_t n_cols, int64_t n_rows) {
-    gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kBatchInvariant, /*packed=*/true);
+    gemv(state, type, n_cols, n_rows, minfer::MatmulMode::kBatchInvariant, /*packed=*/true,
+         state.range(1));
 }
 
 void gemm(benchmark::State& state, GgmlType type, bool packed) {

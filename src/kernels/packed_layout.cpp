@@ -99,7 +99,7 @@ void pack_q6_k(const uint8_t* block, int r, uint8_t* a) {
 
 struct TypeLayout {
     int64_t a_units;
-    int b_offset;  // offset of the f16 d for plane B, -1: none
+    int d_offset;  // offset in the file's block of the f16 d that goes to the d units, -1: none
 };
 
 bool type_layout(GgmlType type, TypeLayout& t) {
@@ -131,7 +131,7 @@ bool type_layout(GgmlType type, TypeLayout& t) {
     }
 }
 
-// Row r's part of plane A of one block.
+// Row r's part of the codes of one block.
 void pack_block(GgmlType type, const uint8_t* block, int r, uint8_t* a) {
     switch (type) {
         case GgmlType::Q4_0:
@@ -173,8 +173,8 @@ PackedLayout packed_layout(GgmlType type, int64_t n_cols, int64_t n_rows) {
     l.n_groups = (n_rows + kPackedRows - 1) / kPackedRows;
     l.a_units = t.a_units;
     l.a_bytes = 64 * t.a_units;
-    l.has_b = t.b_offset >= 0;
-    l.group_bytes = l.n_blocks * l.a_bytes + (l.has_b ? align64(l.n_blocks * 32) : 0);
+    l.has_d_units = t.d_offset >= 0;
+    l.group_bytes = l.n_blocks * l.a_bytes + (l.has_d_units ? align64(l.n_blocks * 32) : 0);
     return l;
 }
 
@@ -188,7 +188,8 @@ void repack_groups(const WeightMatrix& w, int64_t group_begin, int64_t group_end
     const auto* data = reinterpret_cast<const uint8_t*>(w.data.data());
     for (int64_t g = group_begin; g < group_end; ++g) {
         auto* group = reinterpret_cast<uint8_t*>(packed) + g * l.group_bytes;
-        // Rows past the end stay zero (d = 0: they add nothing), as does plane B's padding.
+        // Rows past the end stay zero (d = 0: they add nothing), as does the last d unit's
+        // padding.
         std::memset(group, 0, static_cast<std::size_t>(l.group_bytes));
         // Row after row, so that each row's blocks are read in order.
         for (int r = 0; r < kPackedRows; ++r) {
@@ -197,9 +198,9 @@ void repack_groups(const WeightMatrix& w, int64_t group_begin, int64_t group_end
             const uint8_t* src = data + row * row_bytes;
             for (int64_t b = 0; b < l.n_blocks; ++b) {
                 const uint8_t* block = src + b * block_bytes;
-                pack_block(w.type, block, r, group + b * l.a_bytes);
-                if (l.has_b)
-                    std::memcpy(group + l.b_plane() + 32 * b + 2 * r, block + t.b_offset, 2);
+                pack_block(w.type, block, r, group + l.a_offset(b));
+                if (l.has_d_units)
+                    std::memcpy(group + l.d_offset(b) + 2 * r, block + t.d_offset, 2);
             }
         }
     }

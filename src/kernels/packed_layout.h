@@ -12,8 +12,10 @@
 // Layout. Rows are taken in groups of kPackedRows = 16 (the last group padded with zero rows).
 // A "column group" is 4 consecutive values of a block: the kernels hold the 16 rows' 4 values of
 // one column group in one 64-byte vector (row r in bytes 4r .. 4r + 3), as vpdpbusd wants them. A
-// row group holds, for each block b, in order:
-//   plane A (block b at a_bytes * b, a_bytes = 64 * a_units): 64-byte units of three kinds:
+// row group is one run of bytes that the kernels read strictly in order, front to back (a jump,
+// even of one line, costs the hardware prefetcher its stream: one core's decode read 11-13 GB/s
+// instead of 20-25 when each group's scales sat in a plane of their own at its end). Per block:
+//   the block's codes (a_bytes = 64 * a_units): 64-byte units of three kinds:
 //     words: unit w is one 32-bit word of the file's block (bytes `offset` + 4w .. + 3) for the
 //       16 rows: row r's copy at 4r. Quant nibbles stay as they are (byte k of a word holds
 //       columns k and k + 16 of a 32-value block, or of a pair of K-quant sub-blocks); Q8_0's
@@ -25,10 +27,12 @@
 //     6-bit codes (Q6_K): the codes (value + 32) of 4 column groups G0-G3 in 3 units, G0-G2 in
 //       the low 6 bits of each byte and G3's bits 2i, 2i + 1 in bits 6-7 of unit i: three masks
 //       decode G0-G2 and three shifts, two bit selections and a mask G3.
-//   plane B (after all of plane A, block b at 32 b): for the types whose f16 scale d is not on
-//     a word of plane A (Q4_0, Q5_0, Q8_0, IQ4_NL: d first, then 16, 20 or 32 bytes; Q6_K: d
-//     last), the 16 rows' d as 16 f16 (32 bytes). Padded to 64 bytes.
-// Per type (block bytes: plane A units; plane B):
+//   the types whose f16 scale d is not on a word of the codes (Q4_0, Q5_0, Q8_0, IQ4_NL: d
+//     first, then 16, 20 or 32 bytes; Q6_K: d last) also have "d units": one 64-byte unit per
+//     pair of blocks 2p, 2p + 1, holding the 16 rows' d of block 2p as 16 f16 (32 bytes), then
+//     those of block 2p + 1 (zero after an odd last block), placed before the pair's codes:
+//     d unit, codes of 2p, codes of 2p + 1, d unit, ... (PackedLayout::d_offset, a_offset).
+// Per type (block bytes: units of codes; d unit):
 //   Q4_0    18 B: 4 words of qs;                                                   d
 //   IQ4_NL  18 B: 4 words of qs;                                                   d
 //   Q8_0    34 B: 8 words of qs ^ 0x80 (column group g = word g);                   d
@@ -39,9 +43,9 @@
 //   Q6_K   210 B: 48 units of codes (units 3k .. 3k + 2: sub-block k of 16 values), 4 words of
 //                 scales;                                                          d
 //   IQ4_XS 136 B: 34 words (d|scales_h, scales_l, 32 of qs);                        -
-// A group takes 16 x the rows' bytes (plus at most 32 bytes of plane B padding), so decoding
-// reads as many bytes as from the file. A 3-D tensor (experts) is packed one 2-D matrix at a
-// time: each matrix is its own run of groups.
+// A group takes 16 x the rows' bytes (plus at most 32 bytes of padding after an odd last block),
+// so decoding reads as many bytes as from the file. A 3-D tensor (experts) is packed one 2-D matrix
+// at a time: each matrix is its own run of groups.
 
 #include <cstddef>
 #include <cstdint>
@@ -54,14 +58,21 @@ namespace minfer::kernels {
 inline constexpr int kPackedRows = 16;
 
 struct PackedLayout {
-    int64_t n_blocks = 0;     // blocks per row
-    int64_t n_groups = 0;     // groups of kPackedRows rows
-    int64_t a_units = 0;      // 64-byte units per block in plane A
-    int64_t a_bytes = 0;      // plane A bytes per block: 64 * a_units
-    bool has_b = false;       // plane B (the f16 d of each block) present
-    int64_t group_bytes = 0;  // one group: n_blocks * a_bytes + plane B (padded to 64)
+    int64_t n_blocks = 0;      // blocks per row
+    int64_t n_groups = 0;      // groups of kPackedRows rows
+    int64_t a_units = 0;       // 64-byte units of codes per block
+    int64_t a_bytes = 0;       // bytes of codes per block: 64 * a_units
+    bool has_d_units = false;  // d units present
+    int64_t group_bytes = 0;   // one group
 
-    int64_t b_plane() const { return n_blocks * a_bytes; }  // offset of plane B in a group
+    // Bytes of one pair of blocks with their d unit (has_d_units only).
+    int64_t pair_bytes() const { return 64 + 2 * a_bytes; }
+    // Offset in a group of block b's codes.
+    int64_t a_offset(int64_t b) const {
+        return has_d_units ? (b >> 1) * pair_bytes() + 64 + (b & 1) * a_bytes : b * a_bytes;
+    }
+    // Offset in a group of block b's 16 f16 d (has_d_units only).
+    int64_t d_offset(int64_t b) const { return (b >> 1) * pair_bytes() + 32 * (b & 1); }
     std::size_t bytes() const { return static_cast<std::size_t>(n_groups * group_bytes); }
 };
 

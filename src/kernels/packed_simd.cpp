@@ -33,34 +33,34 @@ namespace HWY_NAMESPACE {
 
 #if HWY_TARGET == HWY_AVX3
 
-// One group of a packed matrix: plane A and plane B of its block 0 (b is where plane B would
-// start when the type has none: never read then).
+// One group of a packed matrix.
 struct PackedGroup {
-    const uint8_t* a;
-    const uint8_t* b;
-    int64_t a_bytes;
-    int64_t n_blocks;
-    bool has_b;
+    const uint8_t* base;
+    PackedLayout l;
+
+    const uint8_t* codes(int64_t b) const { return base + l.a_offset(b); }
+    // Block b's 16 f16 d (types with d units only; never read otherwise).
+    const uint8_t* d(int64_t b) const { return base + l.d_offset(b); }
 };
 
 static_assert(kPackedRows == kPanelRows, "a group fills one GEMM panel");
 
 PackedGroup GroupAt(const WeightMatrix& w, const PackedLayout& l, int64_t g) {
     const auto* base = reinterpret_cast<const uint8_t*>(w.packed.data()) + g * l.group_bytes;
-    return {base, base + l.b_plane(), l.a_bytes, l.n_blocks, l.has_b};
+    return {base, l};
 }
 
-// Prefetches what the kernel reads Tr::kPrefetch bytes further on: the group's stream runs on
-// into the next group, so this reaches across groups (the hardware prefetcher stops at page
-// boundaries).
+// Prefetches what the kernel reads Tr::kPrefetch bytes further on (block b's bytes, with the d
+// unit before an even block): the stream runs on into the next group, so this reaches across
+// groups.
 template <class Tr>
 HWY_INLINE void PrefetchAhead(const PackedGroup& g, int64_t b) {
-    const uint8_t* a = g.a + b * g.a_bytes + Tr::kPrefetch;
-    for (int64_t line = 0; line < g.a_bytes; line += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(a + line), _MM_HINT_T0);
-    }
-    if (g.has_b && b % 2 == 0) {
-        _mm_prefetch(reinterpret_cast<const char*>(g.b + 32 * b + Tr::kPrefetch), _MM_HINT_T0);
+    if constexpr (Tr::kPrefetch > 0) {
+        const uint8_t* a = g.codes(b) + Tr::kPrefetch;
+        const int64_t first = g.l.has_d_units && b % 2 == 0 ? -64 : 0;
+        for (int64_t line = first; line < g.l.a_bytes; line += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(a + line), _MM_HINT_T0);
+        }
     }
 }
 
@@ -76,10 +76,10 @@ HWY_INLINE void PackedBlocks(const PackedGroup& g, const IntActivations& a, cons
     const int32_t* corr = a.corr + a.sub_tile(run.tile) + run.slot;
     const float* da = a.d + a.block_tile(run.tile) + run.slot;
     const int32_t* bsum = Tr::kMin ? a.bsum + a.pair_tile(run.tile) + run.slot : nullptr;
-    for (int64_t b = 0; b < g.n_blocks; ++b) {
+    for (int64_t b = 0; b < g.l.n_blocks; ++b) {
         PrefetchAhead<Tr>(g, b);
-        const uint8_t* pa = g.a + b * g.a_bytes;
-        const typename Tr::Head h = Tr::Decode(pa, g.b + 32 * b);
+        const uint8_t* pa = g.codes(b);
+        const typename Tr::Head h = Tr::Decode(pa, g.d(b));
         __m512i isum[T];
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
@@ -189,9 +189,9 @@ void FillPanel(const PackedGroup& g, const IntPanel& panel) {
     constexpr int kGroups = Tr::kSub / 4;
     const IntPanel p = panel;  // local: the stores would make the compiler reload its fields
     const __m512i bias = _mm512_set1_epi8(static_cast<char>(128 - Tr::kOffset));
-    for (int64_t b = 0; b < g.n_blocks; ++b) {
-        const uint8_t* pa = g.a + b * g.a_bytes;
-        const typename Tr::Head h = Tr::Decode(pa, g.b + 32 * b);
+    for (int64_t b = 0; b < g.l.n_blocks; ++b) {
+        const uint8_t* pa = g.codes(b);
+        const typename Tr::Head h = Tr::Decode(pa, g.d(b));
         Tr::ForEachSub(pa, h, [&](int s, const __m512i* v) HWY_ATTR {
             for (int gi = 0; gi < kGroups; ++gi) {
                 const int64_t group = b * (Tr::kBlockValues / 4) + s * kGroups + gi;

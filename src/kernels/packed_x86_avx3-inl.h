@@ -10,7 +10,7 @@
 //     neg_dmin (with kMin), the integer sub-block scales and the mins in int16 pairs (low half:
 //     the even sub-block), as the GEMM panels hold them (matmul_internal.h);
 //   ForEachSub(a, head, f): calls f(s, v) for every sub-block s, v[kSub / 4] its codes.
-// `a` is the block's plane A, `b` its plane B (null where the type has none).
+// `a` is the block's codes, `b` its 16 rows' d in a d unit (never read where the type has none).
 // Per-target code: included by packed_simd.cpp once per Highway target; AVX-512 only.
 
 // Highway's per-target include guard: toggles with each re-inclusion by foreach_target.h.
@@ -35,13 +35,13 @@ namespace HWY_NAMESPACE {
 
 namespace packed {
 
-// Word w of a block's plane A: the 16 rows' copies of that 32-bit word.
+// Word w of a block's codes: the 16 rows' copies of that 32-bit word.
 HWY_INLINE __m512i Word(const uint8_t* a, int w) {
     return _mm512_load_si512(a + 64 * w);
 }
 
-// Plane B: the 16 rows' f16 d, as f32.
-HWY_INLINE __m512 PlaneBScales(const uint8_t* b) {
+// A d unit's half: the 16 rows' f16 d, as f32.
+HWY_INLINE __m512 DUnitScales(const uint8_t* b) {
     return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(b)));
 }
 
@@ -82,7 +82,7 @@ struct Q4_0 {
     static constexpr bool kMin = false;
     static constexpr int kPrefetch = 4096;
     using Head = Block32Head;
-    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {PlaneBScales(b)}; }
+    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {DUnitScales(b)}; }
     // Word j: columns 4j .. 4j + 3 in its low nibbles, 16 + 4j .. in its high ones.
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, F&& f) {
@@ -101,7 +101,7 @@ struct Iq4Nl {
     static constexpr bool kMin = false;
     static constexpr int kPrefetch = 4096;
     using Head = Block32Head;
-    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {PlaneBScales(b)}; }
+    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {DUnitScales(b)}; }
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, F&& f) {
         const __m512i table = Iq4Table();
@@ -133,7 +133,7 @@ struct Q5_0 {
     static constexpr bool kMin = false;
     static constexpr int kPrefetch = 4096;
     using Head = Block32Head;
-    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {PlaneBScales(b)}; }
+    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {DUnitScales(b)}; }
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, F&& f) {
         const uint8_t* masks = a + 4 * 64;
@@ -153,7 +153,7 @@ struct Q8_0 {
     static constexpr bool kMin = false;
     static constexpr int kPrefetch = 4096;
     using Head = Block32Head;
-    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {PlaneBScales(b)}; }
+    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {DUnitScales(b)}; }
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, F&& f) {
         __m512i v[8];
@@ -239,7 +239,7 @@ struct Q5_K {
 
 // Q6_K: units 3k .. 3k + 2 the 6-bit codes of sub-block k (16 values, column groups i = 0-3;
 // groups 0-2 in the low 6 bits, group 3's bits 2i, 2i + 1 in bits 6-7 of unit i), words 48-51
-// the 16 int8 scales; d in plane B. Codes = value + 32.
+// the 16 int8 scales; d in the d unit. Codes = value + 32.
 struct Q6_K {
     static constexpr int kBlockValues = 256, kSub = 16, kSubs = 16, kOffset = 32;
     static constexpr bool kMin = false;
@@ -250,7 +250,7 @@ struct Q6_K {
     };
     static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t* b) {
         Head h;
-        h.d = PlaneBScales(b);
+        h.d = DUnitScales(b);
         for (int k = 0; k < 4; ++k) {  // 4 scales per word
             const __m512i words = Word(a, 48 + k);
             for (int i = 0; i < 4; ++i) {

@@ -39,9 +39,13 @@ struct PackedReader {
     PackedLayout layout;
     const uint8_t* group;  // the row group
 
-    const uint8_t* unit(int64_t block, int u) const {
-        return group + block * layout.a_bytes + 64 * u;
+    // Types with d units: per pair of blocks, the d unit, then the codes of both blocks.
+    int64_t pair_bytes() const { return 64 + 2 * 64 * layout.a_units; }
+    const uint8_t* codes(int64_t block) const {
+        if (!layout.has_d_units) return group + block * 64 * layout.a_units;
+        return group + (block / 2) * pair_bytes() + 64 + (block % 2) * 64 * layout.a_units;
     }
+    const uint8_t* unit(int64_t block, int u) const { return codes(block) + 64 * u; }
     // Byte k (0-3) of row r's copy of word unit u.
     uint8_t word_byte(int64_t block, int u, int r, int k) const {
         return unit(block, u)[4 * r + k];
@@ -78,9 +82,9 @@ struct PackedReader {
         }
         return true;
     }
-    uint16_t plane_b(int64_t block, int r) const {
+    uint16_t d_unit(int64_t block, int r) const {
         uint16_t d;
-        std::memcpy(&d, group + layout.b_plane() + 32 * block + 2 * r, 2);
+        std::memcpy(&d, group + (block / 2) * pair_bytes() + 32 * (block % 2) + 2 * r, 2);
         return d;
     }
 
@@ -130,7 +134,7 @@ struct PackedReader {
     }
 
     // The block's header bytes as the file holds them: d (f16) and, for the K-quants, what
-    // follows it up to the quants (the scales), read from plane B or the header's word units.
+    // follows it up to the quants (the scales), read from the d units or the header's word units.
     std::vector<uint8_t> header(int64_t block, int r) const {
         std::vector<uint8_t> out;
         auto words = [&](int first, int n) {
@@ -149,7 +153,7 @@ struct PackedReader {
                 words(48, 4);  // scales[16]
                 [[fallthrough]];
             default: {
-                const uint16_t d = plane_b(block, r);
+                const uint16_t d = d_unit(block, r);
                 out.push_back(static_cast<uint8_t>(d & 0xFF));
                 out.push_back(static_cast<uint8_t>(d >> 8));
             }
@@ -184,14 +188,16 @@ TEST_P(PackedLayoutTest, HoldsEveryValueWhereTheHeaderSays) {
     const test::QuantFixture fixture(path.string());
     const GgmlType type = GetParam();
     for (int64_t rows : {1, 16, 21, 37}) {
-        for (int64_t cols : {256, 768}) {
+        // 768 and 1280 columns: an odd number of K-quant blocks; 800: of 32-value blocks.
+        for (int64_t cols :
+             {int64_t{256}, int64_t{768}, block_size(type) == 32 ? int64_t{800} : int64_t{1280}}) {
             SCOPED_TRACE(testing::Message() << type_name(type) << " " << rows << " x " << cols);
             test::TestMatrix m = fixture.make_matrix(type, rows, cols);
             m.pack();
             const PackedLayout l = kernels::packed_layout(type, cols, rows);
-            // The file's bytes: 16 rows of blocks per group, plus plane B's padding.
+            // The file's bytes: 16 rows of blocks per group, plus the last d unit's padding.
             const auto block_bytes = static_cast<int64_t>(type_size(type));
-            EXPECT_EQ(l.a_bytes + (l.has_b ? 32 : 0), kPackedRows * block_bytes);
+            EXPECT_EQ(l.a_bytes + (l.has_d_units ? 32 : 0), kPackedRows * block_bytes);
             EXPECT_LE(l.group_bytes - kPackedRows * static_cast<int64_t>(row_size(type, cols)), 32);
             EXPECT_EQ(l.n_groups, (rows + kPackedRows - 1) / kPackedRows);
             const auto* packed = reinterpret_cast<const uint8_t*>(m.packed.front().bytes);
@@ -205,8 +211,8 @@ TEST_P(PackedLayoutTest, HoldsEveryValueWhereTheHeaderSays) {
                                 ASSERT_TRUE(reader.row_is_zero(b, u, r))
                                     << "row " << row << " unit " << u;
                             }
-                            if (l.has_b) {
-                                ASSERT_EQ(reader.plane_b(b, r), 0);
+                            if (l.has_d_units) {
+                                ASSERT_EQ(reader.d_unit(b, r), 0);
                             }
                             continue;
                         }
