@@ -5,7 +5,7 @@
 // tokens together (aggregate tokens/s, as llama-batched-bench); with -d/--n-depth, after that many
 // tokens already in the cache. A markdown table (default), --json (an array of objects in
 // llama-bench's shape) or --csv. Also the decode roofline: weight bytes read per step x steps/s
-// against the read bandwidth measured in the same run.
+// against the read bandwidth measured right after each repetition.
 
 #include <algorithm>
 #include <chrono>
@@ -58,7 +58,8 @@ struct TestResult {
     uint64_t repacked_bytes = 0;  // weight copies the backend made (0: --no-repack)
     std::vector<double> samples_ns;
     std::vector<double> samples_ts;
-    std::vector<double> samples_bytes;  // weight bytes read per step (tg; 0: not counted)
+    std::vector<double> samples_bytes;      // weight bytes read per step (tg; 0: not counted)
+    std::vector<double> samples_bandwidth;  // read bandwidth after each repetition (tg, roofline)
 
     double avg_ts() const { return mean(samples_ts); }
     double stddev_ts() const { return stddev(samples_ts); }
@@ -237,7 +238,7 @@ void print_table(const std::vector<TestResult>& results, const Model& model) {
 
 // What loading cost: the model, then the engine at start (with the weights' repacking), and the
 // process's peak resident memory over all the tests (the copies, or the mapped file's pages).
-void print_load(const std::vector<TestResult>& results) {
+void print_load(const std::vector<TestResult>& results, std::optional<uint64_t> peak) {
     if (results.empty()) return;
     const TestResult& r = results.front();
     std::printf("\nLoad: model %.1f ms, engine %.1f ms (%s)\n", r.load_ms, r.prepare_ms,
@@ -246,38 +247,39 @@ void print_load(const std::vector<TestResult>& results) {
                                               "them zero-copy in the mapped file")
                                            .c_str()
                                      : "weights zero-copy in the mapped file");
-    if (const auto peak = peak_resident_bytes())
-        std::printf("Peak resident memory: %s\n", format_mib(*peak).c_str());
+    if (peak) std::printf("Peak resident memory: %s\n", format_mib(*peak).c_str());
 }
 
-void print_roofline(const std::vector<int>& threads, const std::vector<TestResult>& results,
-                    const Model& model) {
+void print_roofline(const std::vector<TestResult>& results, const Model& model) {
     const uint64_t per_step = model.bytes_per_token();
     std::printf("\nDecode roofline: %s of weights read per forward pass\n",
                 format_mib(per_step).c_str());
-    for (int n : threads) {
-        const auto pool = shared_thread_pool(n, /*pin_threads=*/true);
-        const double bandwidth = measure_read_bandwidth(*pool);
-        for (const auto& r : results) {
-            if (r.threads != n || r.test.n_gen == 0) continue;
-            // Every step reads the weights once, whatever the number of sequences it decodes;
-            // of a mixture of experts, the experts its tokens picked (counted by the backend: a
-            // step of several sequences reads the union of theirs).
-            const double steps = r.avg_ts() / static_cast<double>(r.test.n_parallel);
-            const double counted = TestResult::mean(r.samples_bytes);
-            const double step_bytes = counted > 0 ? counted : static_cast<double>(per_step);
-            const double used = step_bytes * steps;
-            const std::string read =
-                counted > 0 && std::abs(counted - static_cast<double>(per_step)) >
-                                   0.005 * static_cast<double>(per_step)
-                    ? concat(" (", format_mib(static_cast<uint64_t>(counted)), " a step)")
-                    : "";
-            std::printf(
-                "  %d thread(s), %s x%lld%s: %.1f GB/s of %.1f GB/s measured read bandwidth = "
-                "%.0f%%\n",
-                n, r.name().c_str(), static_cast<long long>(r.test.n_parallel), read.c_str(),
-                used / 1e9, bandwidth / 1e9, 100.0 * used / bandwidth);
+    for (const auto& r : results) {
+        if (r.test.n_gen == 0 || r.samples_bandwidth.empty()) continue;
+        // Every step reads the weights once, whatever the number of sequences it decodes; of a
+        // mixture of experts, the experts its tokens picked (counted by the backend: a step of
+        // several sequences reads the union of theirs). Each repetition against the bandwidth
+        // measured just after it: the machine's moves from minute to minute.
+        std::vector<double> used, fraction;
+        for (std::size_t i = 0; i < r.samples_ts.size(); ++i) {
+            const double steps = r.samples_ts[i] / static_cast<double>(r.test.n_parallel);
+            const double step_bytes =
+                r.samples_bytes[i] > 0 ? r.samples_bytes[i] : static_cast<double>(per_step);
+            used.push_back(step_bytes * steps);
+            fraction.push_back(used.back() / r.samples_bandwidth[i]);
         }
+        const double counted = TestResult::mean(r.samples_bytes);
+        const std::string read =
+            counted > 0 && std::abs(counted - static_cast<double>(per_step)) >
+                               0.005 * static_cast<double>(per_step)
+                ? concat(" (", format_mib(static_cast<uint64_t>(counted)), " a step)")
+                : "";
+        std::printf(
+            "  %d thread(s), %s x%lld%s: %.1f GB/s of %.1f GB/s read bandwidth (measured after "
+            "each repetition) = %.0f%%\n",
+            r.threads, r.name().c_str(), static_cast<long long>(r.test.n_parallel), read.c_str(),
+            TestResult::mean(used) / 1e9, TestResult::mean(r.samples_bandwidth) / 1e9,
+            100.0 * TestResult::mean(fraction));
     }
 }
 
@@ -370,6 +372,14 @@ void add_bench_command(CLI::App& app) {
 
         std::mt19937 rng(1234);
         std::vector<TestResult> results;
+        const bool roofline = !o->no_roofline && !o->json && !o->csv;
+        // The peak resident memory of the model and the engine, without the roofline's read
+        // buffer (resident whole while it exists, so its size comes off the peak measured then).
+        std::optional<uint64_t> peak;
+        const auto note_peak = [&peak](uint64_t less) {
+            if (const auto now = peak_resident_bytes())
+                peak = std::max(peak.value_or(0), *now - less);
+        };
         for (int n : threads) {
             options.n_threads = n;
             const auto start = std::chrono::steady_clock::now();
@@ -377,6 +387,13 @@ void add_bench_command(CLI::App& app) {
             const double prepare_ms =
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                     .count();
+            note_peak(0);
+            const auto pool = shared_thread_pool(n, /*pin_threads=*/true);
+            std::unique_ptr<ReadBandwidthProbe> probe;
+            if (roofline && std::any_of(tests.begin(), tests.end(),
+                                        [](const BenchTest& t) { return t.n_gen > 0; })) {
+                probe = std::make_unique<ReadBandwidthProbe>(*pool);
+            }
             for (const BenchTest& t : tests) {
                 TestResult r{t,
                              n,
@@ -386,6 +403,7 @@ void add_bench_command(CLI::App& app) {
                              engine.backend().weight_copy_bytes(),
                              {},
                              {},
+                             {},
                              {}};
                 run_bench_test(engine, t, rng);  // warm-up: page the weights in, wake the pool
                 for (int rep = 0; rep < o->repetitions; ++rep) {
@@ -393,8 +411,14 @@ void add_bench_command(CLI::App& app) {
                     r.samples_ns.push_back(run.ns);
                     r.samples_ts.push_back(static_cast<double>(bench_tokens(t)) * 1e9 / run.ns);
                     r.samples_bytes.push_back(run.weight_bytes_per_step);
+                    if (probe && t.n_gen > 0) r.samples_bandwidth.push_back(probe->measure());
                 }
                 results.push_back(std::move(r));
+            }
+            note_peak(probe ? probe->bytes() : 0);
+            if (probe) {
+                probe.reset();
+                reset_peak_resident();
             }
         }
         if (o->json || o->csv) {
@@ -402,8 +426,8 @@ void add_bench_command(CLI::App& app) {
             return;
         }
         print_table(results, *loaded.model);
-        print_load(results);
-        if (!o->no_roofline) print_roofline(threads, results, *loaded.model);
+        print_load(results, peak);
+        if (roofline) print_roofline(results, *loaded.model);
     });
 }
 

@@ -105,6 +105,13 @@ std::optional<uint64_t> peak_resident_bytes() {
     return read_kb_field("/proc/self/status", "VmHWM");
 }
 
+bool reset_peak_resident() {
+    std::ofstream clear("/proc/self/clear_refs");
+    clear << "5";  // proc(5): "reset the peak resident set size"
+    clear.flush();
+    return static_cast<bool>(clear);
+}
+
 void require_memory(uint64_t bytes, std::string_view what, std::string_view advice) {
     const auto headroom = memory_headroom();
     if (!headroom || bytes <= headroom->bytes) return;

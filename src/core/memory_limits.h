@@ -30,6 +30,10 @@ void require_memory(uint64_t bytes, std::string_view what, std::string_view advi
 // without copies of them.
 std::optional<uint64_t> peak_resident_bytes();
 
+// Starts peak_resident_bytes() again from the memory resident now (after memory that should not
+// count was released); false where the kernel refuses (the peak then stays as it was).
+bool reset_peak_resident();
+
 // "1.5 GiB", "300.0 MiB", "12.0 KiB": sizes in messages.
 std::string format_bytes(uint64_t bytes);
 

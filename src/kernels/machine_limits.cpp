@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <vector>
 
+#include "core/huge_page_memory.h"
 #include "kernels/machine_limits.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -65,20 +65,33 @@ namespace minfer {
 HWY_EXPORT(SumFloats);
 HWY_EXPORT(FmaBurst);
 
-double measure_read_bandwidth(ThreadPool& pool, std::size_t bytes, int passes) {
-    std::vector<float> buffer(bytes / sizeof(float), 1.0f);  // written once: pages are resident
-    const auto n = static_cast<int64_t>(buffer.size());
+ReadBandwidthProbe::ReadBandwidthProbe(ThreadPool& pool, std::size_t bytes)
+    : pool_(pool), memory_(bytes) {
+    // Each thread first-touches the part it reads (written once: the pages are resident).
+    auto* buffer = reinterpret_cast<float*>(memory_.data());
+    const auto n = static_cast<int64_t>(memory_.size() / sizeof(float));
+    pool_.run([&](int thread, int n_threads) {
+        const int64_t begin = n * thread / n_threads, end = n * (thread + 1) / n_threads;
+        std::fill(buffer + begin, buffer + end, 1.0f);
+    });
+}
+
+ReadBandwidthProbe::~ReadBandwidthProbe() = default;
+
+double ReadBandwidthProbe::measure(int passes) {
+    const auto* buffer = reinterpret_cast<const float*>(memory_.data());
+    const auto n = static_cast<int64_t>(memory_.size() / sizeof(float));
     std::atomic<float> sink{0.0f};
     double best = 0;
     for (int pass = 0; pass < passes; ++pass) {
         const auto start = std::chrono::steady_clock::now();
-        pool.run([&](int thread, int n_threads) {
+        pool_.run([&](int thread, int n_threads) {
             const int64_t begin = n * thread / n_threads, end = n * (thread + 1) / n_threads;
-            const float s = HWY_DYNAMIC_DISPATCH(SumFloats)(buffer.data() + begin, end - begin);
+            const float s = HWY_DYNAMIC_DISPATCH(SumFloats)(buffer + begin, end - begin);
             sink.store(s, std::memory_order_relaxed);
         });
         const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-        best = std::max(best, static_cast<double>(bytes) / took.count());
+        best = std::max(best, static_cast<double>(memory_.size()) / took.count());
     }
     return best;
 }

@@ -57,19 +57,24 @@ void pack_q5_0(const uint8_t* block, int r, uint8_t* a) {
     }
 }
 
-// Q5_K: bit s of qh[l] (bytes 16-47) is the fifth bit of value l of sub-block s; mask 8s + j
-// covers values 4j .. 4j + 3 of sub-block s.
+// Q5_K: bit s of qh[l] (bytes 16-47) is the fifth bit of value l of sub-block s; mask j of
+// sub-block s's unit covers values 4j .. 4j + 3. Per pair of sub-blocks 2q, 2q + 1 (units
+// 4 + 10q ..): their two mask units, then the 8 words of qs that hold both (bytes 48 + 32q ..).
 void pack_q5_k(const uint8_t* block, int r, uint8_t* a) {
     put_words(block, r, 0, 4, a);
-    put_masks(block, r, 64, a + 4 * 64,
-              [](const uint8_t* b, int m, int c) { return b[16 + 4 * (m % 8) + c] >> (m / 8); });
-    put_words(block, r, 48, 32, a + 12 * 64);
+    for (int s = 0; s < 8; ++s) {
+        put_masks(block, r, 8, a + 64 * (4 + 10 * (s / 2) + s % 2),
+                  [s](const uint8_t* b, int j, int c) { return b[16 + 4 * j + c] >> s; });
+    }
+    for (int q = 0; q < 4; ++q) put_words(block, r, 48 + 32 * q, 8, a + 64 * (6 + 10 * q));
 }
 
-// Q6_K: sub-block k (16 values: column groups 4k .. 4k + 3, codes G0-G3 of 6 bits) in units
-// 3k .. 3k + 2: G0 | (G3 & 3) << 6, G1 | (G3 & 12) << 4, G2 | (G3 & 48) << 2; then the 16 int8
-// scales (bytes 192-207) as 4 words.
+// Q6_K: the 16 int8 scales (bytes 192-207) as 4 words, then sub-block k (16 values: column
+// groups 4k .. 4k + 3, codes G0-G3 of 6 bits) in units 4 + 3k .. 4 + 3k + 2: G0 | (G3 & 3) << 6,
+// G1 | (G3 & 12) << 4, G2 | (G3 & 48) << 2. The scales come first because the kernel needs them
+// first (the stream is read in order).
 void pack_q6_k(const uint8_t* block, int r, uint8_t* a) {
+    put_words(block, r, 192, 4, a);
     // The codes (value + 32, 0-63) as block_unpack decodes them: in each half of 128 values,
     // columns l, l + 32, l + 64, l + 96 take the low nibble of ql[l], of ql[l + 32], the high
     // nibble of ql[l], of ql[l + 32], with bits 0-1, 2-3, 4-5, 6-7 of qh[l] on top.
@@ -89,12 +94,11 @@ void pack_q6_k(const uint8_t* block, int r, uint8_t* a) {
         for (int c = 0; c < 4; ++c) {
             const uint8_t* g = codes + 16 * k + c;  // g[4 i]: group i's value
             for (int i = 0; i < 3; ++i) {
-                a[64 * (3 * k + i) + 4 * r + c] =
+                a[64 * (4 + 3 * k + i) + 4 * r + c] =
                     static_cast<uint8_t>(g[4 * i] | ((g[12] >> (2 * i)) & 3) << 6);
             }
         }
     }
-    put_words(block, r, 192, 4, a + 48 * 64);
 }
 
 struct TypeLayout {

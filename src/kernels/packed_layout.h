@@ -12,9 +12,12 @@
 // Layout. Rows are taken in groups of kPackedRows = 16 (the last group padded with zero rows).
 // A "column group" is 4 consecutive values of a block: the kernels hold the 16 rows' 4 values of
 // one column group in one 64-byte vector (row r in bytes 4r .. 4r + 3), as vpdpbusd wants them. A
-// row group is one run of bytes that the kernels read strictly in order, front to back (a jump,
-// even of one line, costs the hardware prefetcher its stream: one core's decode read 11-13 GB/s
-// instead of 20-25 when each group's scales sat in a plane of their own at its end). Per block:
+// row group is one run of bytes that the kernels read strictly in order, front to back, so that
+// the hardware prefetcher keeps its stream: one core decoded Q8_0 from DRAM at 11-13 GB/s with
+// each group's scales in a plane of their own at its end, 25 with them beside their blocks, and
+// Q6_K (scales read before the codes, stored after them) and Q5_K (fifth bits in units of their
+// own) went from 10-11 to 27. Software prefetching only took from that (by 5-25 % at 0.5-8 KiB
+// ahead, every type), so the kernels issue none. Per block:
 //   the block's codes (a_bytes = 64 * a_units): 64-byte units of three kinds:
 //     words: unit w is one 32-bit word of the file's block (bytes `offset` + 4w .. + 3) for the
 //       16 rows: row r's copy at 4r. Quant nibbles stay as they are (byte k of a word holds
@@ -38,10 +41,10 @@
 //   Q8_0    34 B: 8 words of qs ^ 0x80 (column group g = word g);                   d
 //   Q5_0    22 B: 4 words of qs, 1 unit of masks (fifth bit; mask g: column group g); d
 //   Q4_K   144 B: 4 words (d|dmin, 12 bytes of scales), 32 words of qs;            -
-//   Q5_K   176 B: 4 words (d|dmin, scales), 8 units of masks (fifth bit; mask 8s + j: sub-block
-//                 s, column group j), 32 words of qs;                              -
-//   Q6_K   210 B: 48 units of codes (units 3k .. 3k + 2: sub-block k of 16 values), 4 words of
-//                 scales;                                                          d
+//   Q5_K   176 B: 4 words (d|dmin, scales), then per pair of sub-blocks 2q, 2q + 1: 2 units of
+//                 masks (fifth bits; mask j of sub-block s: column group j), 8 words of qs; -
+//   Q6_K   210 B: 4 words of scales, 48 units of codes (units 4 + 3k .. 4 + 3k + 2: sub-block k
+//                 of 16 values);                                                   d
 //   IQ4_XS 136 B: 34 words (d|scales_h, scales_l, 32 of qs);                        -
 // A group takes 16 x the rows' bytes (plus at most 32 bytes of padding after an odd last block),
 // so decoding reads as many bytes as from the file. A 3-D tensor (experts) is packed one 2-D matrix

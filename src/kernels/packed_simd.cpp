@@ -50,20 +50,6 @@ PackedGroup GroupAt(const WeightMatrix& w, const PackedLayout& l, int64_t g) {
     return {base, l};
 }
 
-// Prefetches what the kernel reads Tr::kPrefetch bytes further on (block b's bytes, with the d
-// unit before an even block): the stream runs on into the next group, so this reaches across
-// groups.
-template <class Tr>
-HWY_INLINE void PrefetchAhead(const PackedGroup& g, int64_t b) {
-    if constexpr (Tr::kPrefetch > 0) {
-        const uint8_t* a = g.codes(b) + Tr::kPrefetch;
-        const int64_t first = g.l.has_d_units && b % 2 == 0 ? -64 : 0;
-        for (int64_t line = first; line < g.l.a_bytes; line += 64) {
-            _mm_prefetch(reinterpret_cast<const char*>(a + line), _MM_HINT_T0);
-        }
-    }
-}
-
 // T tokens of a run (slot run.slot of tile run.tile and the next T - 1, tiles of W) against every
 // block of one group, into acc[t] (16 rows).
 template <class Tr, int T, int W, bool kVnni>
@@ -77,7 +63,6 @@ HWY_INLINE void PackedBlocks(const PackedGroup& g, const IntActivations& a, cons
     const float* da = a.d + a.block_tile(run.tile) + run.slot;
     const int32_t* bsum = Tr::kMin ? a.bsum + a.pair_tile(run.tile) + run.slot : nullptr;
     for (int64_t b = 0; b < g.l.n_blocks; ++b) {
-        PrefetchAhead<Tr>(g, b);
         const uint8_t* pa = g.codes(b);
         const typename Tr::Head h = Tr::Decode(pa, g.d(b));
         __m512i isum[T];

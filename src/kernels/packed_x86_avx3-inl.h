@@ -4,8 +4,7 @@
 //
 // Each type is a traits struct:
 //   kBlockValues, kSub (values per sub-block), kSubs, kMin (a min term: Q4_K, Q5_K), kOffset (the
-//     codes are value + kOffset, unsigned), kPrefetch (how far ahead of the kernel the weight
-//     stream is prefetched, bytes; tuned per type with bench_kernels);
+//     codes are value + kOffset, unsigned);
 //   Head Decode(const uint8_t* a, const uint8_t* b): the block's scales for the 16 rows: d (f32),
 //     neg_dmin (with kMin), the integer sub-block scales and the mins in int16 pairs (low half:
 //     the even sub-block), as the GEMM panels hold them (matmul_internal.h);
@@ -80,7 +79,6 @@ struct Block32Head {
 struct Q4_0 {
     static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 8;
     static constexpr bool kMin = false;
-    static constexpr int kPrefetch = 4096;
     using Head = Block32Head;
     static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {DUnitScales(b)}; }
     // Word j: columns 4j .. 4j + 3 in its low nibbles, 16 + 4j .. in its high ones.
@@ -99,7 +97,6 @@ struct Q4_0 {
 struct Iq4Nl {
     static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 128;
     static constexpr bool kMin = false;
-    static constexpr int kPrefetch = 4096;
     using Head = Block32Head;
     static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {DUnitScales(b)}; }
     template <class F>
@@ -131,7 +128,6 @@ HWY_INLINE __m512i AddUnder(__m512i v, const uint8_t* masks, int m, char add) {
 struct Q5_0 {
     static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 16;
     static constexpr bool kMin = false;
-    static constexpr int kPrefetch = 4096;
     using Head = Block32Head;
     static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {DUnitScales(b)}; }
     template <class F>
@@ -151,7 +147,6 @@ struct Q5_0 {
 struct Q8_0 {
     static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 128;
     static constexpr bool kMin = false;
-    static constexpr int kPrefetch = 4096;
     using Head = Block32Head;
     static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {DUnitScales(b)}; }
     template <class F>
@@ -197,7 +192,6 @@ HWY_INLINE KHead DecodeK4Head(const uint8_t* a) {
 struct Q4_K {
     static constexpr int kBlockValues = 256, kSub = 32, kSubs = 8, kOffset = 0;
     static constexpr bool kMin = true;
-    static constexpr int kPrefetch = 4096;
     using Head = KHead;
     static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t*) { return DecodeK4Head(a); }
     template <class F>
@@ -214,36 +208,35 @@ struct Q4_K {
     }
 };
 
-// Q5_K: as Q4_K with the fifth bits in units 4-11 (mask 8s + j: sub-block s, column group j) and
-// the nibbles in words 12-43. Codes = values (0-31).
+// Q5_K: as Q4_K, the words of sub-blocks 2q and 2q + 1 at 6 + 10q .. and before them their
+// fifth bits, units 4 + 10q and 5 + 10q (mask j: column group j). Codes = values (0-31).
 struct Q5_K {
     static constexpr int kBlockValues = 256, kSub = 32, kSubs = 8, kOffset = 0;
     static constexpr bool kMin = true;
-    static constexpr int kPrefetch = 4096;
     using Head = KHead;
     static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t*) { return DecodeK4Head(a); }
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, F&& f) {
-        const uint8_t* masks = a + 4 * 64;
 #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
+            const int pair = 4 + 10 * (s / 2);
+            const uint8_t* masks = a + 64 * (pair + s % 2);
             __m512i v[8];
             for (int j = 0; j < 8; ++j) {
-                const __m512i w = Word(a, 12 + 8 * (s / 2) + j);
-                v[j] = AddUnder(s % 2 == 0 ? Low4(w) : High4(w), masks, 8 * s + j, 0x10);
+                const __m512i w = Word(a, pair + 2 + j);
+                v[j] = AddUnder(s % 2 == 0 ? Low4(w) : High4(w), masks, j, 0x10);
             }
             f(s, v);
         }
     }
 };
 
-// Q6_K: units 3k .. 3k + 2 the 6-bit codes of sub-block k (16 values, column groups i = 0-3;
-// groups 0-2 in the low 6 bits, group 3's bits 2i, 2i + 1 in bits 6-7 of unit i), words 48-51
-// the 16 int8 scales; d in the d unit. Codes = value + 32.
+// Q6_K: words 0-3 the 16 int8 scales, units 4 + 3k .. 4 + 3k + 2 the 6-bit codes of sub-block k
+// (16 values, column groups i = 0-3; groups 0-2 in the low 6 bits, group 3's bits 2i, 2i + 1 in
+// bits 6-7 of unit i); d in the d unit. Codes = value + 32.
 struct Q6_K {
     static constexpr int kBlockValues = 256, kSub = 16, kSubs = 16, kOffset = 32;
     static constexpr bool kMin = false;
-    static constexpr int kPrefetch = 4096;
     struct Head {
         __m512 d;
         __m512i scale[16];
@@ -252,7 +245,7 @@ struct Q6_K {
         Head h;
         h.d = DUnitScales(b);
         for (int k = 0; k < 4; ++k) {  // 4 scales per word
-            const __m512i words = Word(a, 48 + k);
+            const __m512i words = Word(a, k);
             for (int i = 0; i < 4; ++i) {
                 h.scale[4 * k + i] = _mm512_srai_epi32(_mm512_slli_epi32(words, 24 - 8 * i), 24);
             }
@@ -267,7 +260,7 @@ struct Q6_K {
         constexpr int kSelect = 0xE4;
 #pragma GCC unroll 16
         for (int k = 0; k < 16; ++k) {
-            const __m512i u0 = Word(a, 3 * k), u1 = Word(a, 3 * k + 1), u2 = Word(a, 3 * k + 2);
+            const __m512i u0 = Word(a, 4 + 3 * k), u1 = Word(a, 5 + 3 * k), u2 = Word(a, 6 + 3 * k);
             __m512i v[4];
             v[0] = _mm512_and_si512(u0, low6);
             v[1] = _mm512_and_si512(u1, low6);
@@ -288,7 +281,6 @@ struct Q6_K {
 struct Iq4Xs {
     static constexpr int kBlockValues = 256, kSub = 32, kSubs = 8, kOffset = 128;
     static constexpr bool kMin = false;
-    static constexpr int kPrefetch = 4096;
     struct Head {
         __m512 d;
         __m512i scale[8];

@@ -61,8 +61,8 @@ struct PackedReader {
         switch (type) {
             case GgmlType::Q5_0:
                 return u == 4;
-            case GgmlType::Q5_K:
-                return u >= 4 && u < 12;
+            case GgmlType::Q5_K:  // per pair of sub-blocks, 2 mask units then 8 word units
+                return u >= 4 && (u - 4) % 10 < 2;
             default:
                 return false;
         }
@@ -111,17 +111,17 @@ struct PackedReader {
             case GgmlType::Q4_K:
             case GgmlType::Q5_K: {
                 const int s = col / 32, j = col % 32 / 4;
-                const int first = type == GgmlType::Q4_K ? 4 : 12;
-                int v = nibble(first + 8 * (s / 2) + j, c, s % 2 == 1);
-                if (type == GgmlType::Q5_K) v |= mask_bit(block, 4, 8 * s + j, r, c) << 4;
-                return v;
+                if (type == GgmlType::Q4_K) return nibble(4 + 8 * (s / 2) + j, c, s % 2 == 1);
+                const int pair = 4 + 10 * (s / 2);  // the pair's mask units, then its words
+                return nibble(pair + 2 + j, c, s % 2 == 1) | mask_bit(block, pair + s % 2, j, r, c)
+                                                                 << 4;
             }
             case GgmlType::Q6_K: {
                 const int k = col / 16, i = col % 16 / 4;
-                if (i < 3) return (word_byte(block, 3 * k + i, r, c) & 0x3F) - 32;
+                if (i < 3) return (word_byte(block, 4 + 3 * k + i, r, c) & 0x3F) - 32;
                 int code = 0;
                 for (int u = 0; u < 3; ++u)
-                    code |= (word_byte(block, 3 * k + u, r, c) >> 6) << 2 * u;
+                    code |= (word_byte(block, 4 + 3 * k + u, r, c) >> 6) << 2 * u;
                 return code - 32;
             }
             case GgmlType::IQ4_XS: {
@@ -150,7 +150,7 @@ struct PackedReader {
                 words(0, 2);  // d, scales_h, scales_l[4]
                 break;
             case GgmlType::Q6_K:
-                words(48, 4);  // scales[16]
+                words(0, 4);  // scales[16]
                 [[fallthrough]];
             default: {
                 const uint16_t d = d_unit(block, r);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/huge_page_memory.h"
 #include "core/log.h"
 #include "core/memory_limits.h"
 #include "core/thread_pool.h"
@@ -20,8 +21,6 @@
 namespace minfer {
 
 namespace {
-
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 std::size_t round_up(std::size_t n, std::size_t to) {
     return (n + to - 1) / to * to;
@@ -69,29 +68,6 @@ void drop_file_pages(std::span<const std::byte> bytes, const FileMappings& files
 
 }  // namespace
 
-// Anonymous memory for copies, 2 MiB aligned and asked for in huge pages.
-struct PackedWeights::Region {
-    explicit Region(std::size_t bytes) : size(round_up(bytes, kHugePage)) {
-        // One huge page more, to align the start.
-        void* p = ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            throw LimitError(concat("cannot map ", format_bytes(size),
-                                    " for the interleaved copies of the weights"));
-        }
-        mapping = p;
-        base = reinterpret_cast<std::byte*>(round_up(reinterpret_cast<uintptr_t>(p), kHugePage));
-        ::madvise(base, size, MADV_HUGEPAGE);  // a hint, like the others
-    }
-    ~Region() { ::munmap(mapping, size + kHugePage); }
-    Region(const Region&) = delete;
-    Region& operator=(const Region&) = delete;
-
-    std::size_t size;
-    void* mapping = nullptr;
-    std::byte* base = nullptr;
-};
-
 std::size_t PackedWeights::KeyHash::operator()(const Key& k) const {
     return std::hash<const void*>()(k.data) ^ (k.size * 0x9E3779B97F4A7C15ull);
 }
@@ -132,15 +108,17 @@ void PackedWeights::prepare(const std::vector<WeightMatrix>& matrices, ThreadPoo
         return;
     }
     const auto start = std::chrono::steady_clock::now();
-    std::unique_ptr<Region> region;
+    std::unique_ptr<HugePageMemory> region;
     try {
-        region = std::make_unique<Region>(total);
+        region = std::make_unique<HugePageMemory>(total);
     } catch (const LimitError& e) {
-        log_warning(concat(e.what(), ": the weights stay in the file's layout (slower)"));
+        log_warning(concat(e.what(),
+                           " for the interleaved copies of the weights: the weights stay "
+                           "in the file's layout (slower)"));
         refused_ = true;
         return;
     }
-    std::byte* base = region->base;
+    std::byte* base = region->data();
     // A slice of a matrix (at most kSliceBytes of copy) after the other, split over the threads
     // (each first-touching its pages), the file pages of its rows dropped as soon as it is
     // packed: resident memory never holds much more than one copy of the weights.

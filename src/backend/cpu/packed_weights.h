@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/huge_page_memory.h"
 #include "kernels/matmul.h"
 
 namespace minfer {
@@ -50,7 +51,6 @@ class PackedWeights {
     double build_ms() const { return build_ms_; }  // spent packing, in all
 
   private:
-    struct Region;  // one anonymous mapping holding the copies packed by one prepare()
     struct Key {
         const std::byte* data;
         std::size_t size;
@@ -60,7 +60,7 @@ class PackedWeights {
         std::size_t operator()(const Key& k) const;
     };
 
-    std::vector<std::unique_ptr<Region>> regions_;
+    std::vector<std::unique_ptr<HugePageMemory>> regions_;  // the copies of each prepare()
     std::unordered_map<Key, std::span<const std::byte>, KeyHash> copies_;
     std::size_t bytes_ = 0;
     double build_ms_ = 0;
