@@ -57,11 +57,6 @@ HWY_INLINE __m512 HalfToFloat(__m512i words, bool high) {
     return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
 }
 
-// Byte k of each word, as a 32-bit value.
-HWY_INLINE __m512i ByteOf(__m512i words, int k) {
-    return _mm512_and_si512(_mm512_srli_epi32(words, 8 * k), _mm512_set1_epi32(0xFF));
-}
-
 // The IQ4_NL table as value + 128 (unsigned codes), in every 128-bit lane for vpshufb.
 HWY_INLINE __m512i Iq4Table() {
     alignas(16) uint8_t biased[16];
@@ -165,24 +160,50 @@ struct KHead {
     __m512 d, neg_dmin;
     __m512i scale[8], mins[4];
 };
+// pshufb indices, the same in every 128-bit lane (4 rows' words): byte k of each word into the
+// low byte of its 32-bit lane (the rest zero), and bytes k, k + 1 into the low bytes of its two
+// 16-bit halves.
+HWY_INLINE __m512i ByteToLane(int k) {
+    const int z = 0x80;  // pshufb writes zero
+    return _mm512_broadcast_i32x4(
+        _mm_setr_epi8(k, z, z, z, 4 + k, z, z, z, 8 + k, z, z, z, 12 + k, z, z, z));
+}
+HWY_INLINE __m512i BytePairToHalves(int k) {
+    const int z = 0x80;
+    return _mm512_broadcast_i32x4(_mm_setr_epi8(k, z, k + 1, z, 4 + k, z, 5 + k, z, 8 + k, z, 9 + k,
+                                                z, 12 + k, z, 13 + k, z));
+}
+
+// The 6-bit scales and mins of 16 rows at once, byte by byte (each row's 12 bytes are in the
+// words s0, s1, s2; quant/k_scales.h): bytes j of s0 and s1 hold scale j and min j (j < 4) in
+// their low 6 bits and the top 2 bits of scale and min j + 4, whose low 4 bits are the low and
+// high nibble of byte j of s2. Then one pshufb per vector of 16 lanes (a third of the operations
+// of shifting each byte out of each word).
 HWY_INLINE KHead DecodeK4Head(const uint8_t* a) {
     const __m512i dm = Word(a, 0), s0 = Word(a, 1), s1 = Word(a, 2), s2 = Word(a, 3);
     KHead h;
     h.d = HalfToFloat(dm, false);
     h.neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), HalfToFloat(dm, true));
-    const __m512i six = _mm512_set1_epi32(63), four = _mm512_set1_epi32(15);
-    __m512i min[8];
+    const __m512i low6 = _mm512_set1_epi8(0x3F), low4 = _mm512_set1_epi8(0x0F);
+    const __m512i bits45 = _mm512_set1_epi8(0x30);
+    constexpr int kAndOr = 0xEA;  // vpternlogd: (first & second) | third
+    // Top 2 bits of each byte of s0 and s1 to bits 4-5 (16-bit shifts: the masks drop what
+    // crosses from the next byte).
+    const __m512i scale_top = _mm512_and_si512(_mm512_srli_epi16(s0, 2), bits45);
+    const __m512i min_top = _mm512_and_si512(_mm512_srli_epi16(s1, 2), bits45);
+    const __m512i scale03 = _mm512_and_si512(s0, low6), min03 = _mm512_and_si512(s1, low6);
+    const __m512i scale47 = _mm512_ternarylogic_epi32(s2, low4, scale_top, kAndOr);
+    const __m512i min47 =
+        _mm512_ternarylogic_epi32(_mm512_srli_epi16(s2, 4), low4, min_top, kAndOr);
     for (int j = 0; j < 4; ++j) {
-        h.scale[j] = _mm512_and_si512(ByteOf(s0, j), six);
-        min[j] = _mm512_and_si512(ByteOf(s1, j), six);
-        h.scale[j + 4] = _mm512_or_si512(_mm512_and_si512(ByteOf(s2, j), four),
-                                         _mm512_slli_epi32(_mm512_srli_epi32(ByteOf(s0, j), 6), 4));
-        min[j + 4] = _mm512_or_si512(_mm512_srli_epi32(ByteOf(s2, j), 4),
-                                     _mm512_slli_epi32(_mm512_srli_epi32(ByteOf(s1, j), 6), 4));
+        h.scale[j] = _mm512_shuffle_epi8(scale03, ByteToLane(j));
+        h.scale[j + 4] = _mm512_shuffle_epi8(scale47, ByteToLane(j));
     }
-    for (int j = 0; j < 4; ++j) {
-        h.mins[j] = _mm512_or_si512(min[2 * j], _mm512_slli_epi32(min[2 * j + 1], 16));
-    }
+    // mins[j]: min 2j | min 2j + 1 << 16.
+    h.mins[0] = _mm512_shuffle_epi8(min03, BytePairToHalves(0));
+    h.mins[1] = _mm512_shuffle_epi8(min03, BytePairToHalves(2));
+    h.mins[2] = _mm512_shuffle_epi8(min47, BytePairToHalves(0));
+    h.mins[3] = _mm512_shuffle_epi8(min47, BytePairToHalves(2));
     return h;
 }
 
