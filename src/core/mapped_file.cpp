@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -70,6 +71,18 @@ void MappedFile::release() noexcept {
     if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
     data_ = nullptr;
     size_ = 0;
+}
+
+}  // namespace minfer
+
+namespace minfer {
+
+void read_ahead(std::span<const std::byte> bytes) {
+    if (bytes.empty()) return;
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(bytes.data()) / page * page;
+    const uintptr_t end = reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size();
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
 }
 
 }  // namespace minfer

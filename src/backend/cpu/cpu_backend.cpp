@@ -18,6 +18,7 @@
 #include "backend/cpu/kv_pool.h"
 #include "backend/cpu/packed_weights.h"
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "core/memory_limits.h"
 #include "core/spin_barrier.h"
 #include "core/thread_pool.h"
@@ -75,6 +76,16 @@ class CpuBackend final : public Backend {
     std::size_t weight_copy_bytes() const override { return packed_.bytes(); }
 
     void prepare(const Graph& g) override {
+        // A table get_rows reads (the token embedding) is read a row at a time, at random: have
+        // the file read ahead once, rather than wait for the disk at the first use of each row.
+        for (const Op& op : g.ops) {
+            if (op.type != OpType::GetRows || op.weight == nullptr || !*op.weight) continue;
+            const std::byte* table = op.weight->data.data();
+            if (std::find(read_ahead_.begin(), read_ahead_.end(), table) != read_ahead_.end())
+                continue;
+            read_ahead(op.weight->data);
+            read_ahead_.push_back(table);
+        }
         if (!options_.repack_weights) return;
         std::vector<WeightMatrix> matrices;
         for (const Op& op : g.ops) {
@@ -443,6 +454,7 @@ class CpuBackend final : public Backend {
     ThreadPool& pool_;
     MatmulScratch scratch_;
     PackedWeights packed_;  // interleaved copies of the matmul weights (empty with --no-repack)
+    std::vector<const std::byte*> read_ahead_;    // the get_rows tables already read ahead
     std::vector<std::vector<float>> buffers_;     // by BufferId of the graphs executed
     std::vector<AttentionWorkspace> attention_;   // per thread
     std::vector<std::optional<MatmulJob>> jobs_;  // per op of the graph being executed
