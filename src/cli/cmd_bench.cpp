@@ -378,7 +378,7 @@ void add_bench_command(CLI::App& app) {
         std::optional<uint64_t> peak;
         const auto note_peak = [&peak](uint64_t less) {
             if (const auto now = peak_resident_bytes())
-                peak = std::max(peak.value_or(0), *now - less);
+                peak = std::max(peak.value_or(0), *now > less ? *now - less : 0);
         };
         for (int n : threads) {
             options.n_threads = n;
