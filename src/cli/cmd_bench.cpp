@@ -25,6 +25,7 @@
 #include "cli/model_loading.h"
 #include "core/cpu_set.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/memory_limits.h"
 #include "core/terminal_text.h"
 #include "core/thread_pool.h"
@@ -251,6 +252,10 @@ void print_load(const std::vector<TestResult>& results, std::optional<uint64_t> 
 }
 
 void print_roofline(const std::vector<TestResult>& results, const Model& model) {
+    if (std::all_of(results.begin(), results.end(),
+                    [](const TestResult& r) { return r.samples_bandwidth.empty(); })) {
+        return;  // no decoding test, or no memory for the read buffer
+    }
     const uint64_t per_step = model.bytes_per_token();
     std::printf("\nDecode roofline: %s of weights read per forward pass\n",
                 format_mib(per_step).c_str());
@@ -392,7 +397,11 @@ void add_bench_command(CLI::App& app) {
             std::unique_ptr<ReadBandwidthProbe> probe;
             if (roofline && std::any_of(tests.begin(), tests.end(),
                                         [](const BenchTest& t) { return t.n_gen > 0; })) {
-                probe = std::make_unique<ReadBandwidthProbe>(*pool);
+                try {
+                    probe = std::make_unique<ReadBandwidthProbe>(*pool);
+                } catch (const LimitError& e) {
+                    log_warning(concat(e.what(), " for the bandwidth measurement: no roofline"));
+                }
             }
             for (const BenchTest& t : tests) {
                 TestResult r{t,
