@@ -76,19 +76,17 @@ class CpuBackend final : public Backend {
     std::size_t weight_copy_bytes() const override { return packed_.bytes(); }
 
     void prepare(const Graph& g) override {
-        // A table get_rows reads (the token embedding) is read a row at a time, at random: have
-        // the file read ahead once, rather than wait for the disk at the first use of each row.
-        for (const Op& op : g.ops) {
-            if (op.type != OpType::GetRows || op.weight == nullptr || !*op.weight) continue;
-            const std::byte* table = op.weight->data.data();
-            if (std::find(read_ahead_.begin(), read_ahead_.end(), table) != read_ahead_.end())
-                continue;
-            read_ahead(op.weight->data);
-            read_ahead_.push_back(table);
-        }
-        if (!options_.repack_weights) return;
         std::vector<WeightMatrix> matrices;
         for (const Op& op : g.ops) {
+            // A table get_rows reads (the token embedding) is read a row at a time, at random:
+            // have the file read ahead once, rather than wait for the disk at each row's first use.
+            if (op.type == OpType::GetRows && op.weight != nullptr && *op.weight &&
+                std::find(read_ahead_.begin(), read_ahead_.end(), op.weight->data.data()) ==
+                    read_ahead_.end()) {
+                read_ahead(op.weight->data);
+                read_ahead_.push_back(op.weight->data.data());
+            }
+            if (!options_.repack_weights) continue;
             if (op.type == OpType::MatMul) matrices.push_back(matrix_of(*op.weight));
             // Experts: every 2-D slice of the 3-D tensor, each its own copy (a token reads k).
             if (op.type == OpType::MoeMatMul) {
@@ -96,7 +94,7 @@ class CpuBackend final : public Backend {
                     matrices.push_back(matrix_of(op.weight->matrix(e)));
             }
         }
-        packed_.prepare(matrices, pool_);
+        if (options_.repack_weights) packed_.prepare(matrices, pool_);
     }
     std::size_t scratch_bytes() const override {
         std::size_t n = scratch_.capacity();
