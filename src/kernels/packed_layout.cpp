@@ -4,6 +4,7 @@
 
 #include "kernels/packed_layout.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -178,6 +179,9 @@ PackedLayout packed_layout(GgmlType type, int64_t n_cols, int64_t n_rows) {
     l.a_units = t.a_units;
     l.a_bytes = 64 * t.a_units;
     l.has_d_units = t.d_offset >= 0;
+    int64_t fit = std::max<int64_t>(1, kStripeBytes / (l.a_bytes + (l.has_d_units ? 32 : 0)));
+    if (l.has_d_units) fit = std::max<int64_t>(2, fit & ~int64_t{1});  // whole pairs of blocks
+    l.stripe_blocks = std::max<int64_t>(1, std::min(l.n_blocks, fit));
     l.group_bytes = l.n_blocks * l.a_bytes + (l.has_d_units ? align64(l.n_blocks * 32) : 0);
     return l;
 }
@@ -191,20 +195,23 @@ void repack_groups(const WeightMatrix& w, int64_t group_begin, int64_t group_end
     const auto block_bytes = static_cast<int64_t>(type_size(w.type));
     const auto* data = reinterpret_cast<const uint8_t*>(w.data.data());
     for (int64_t g = group_begin; g < group_end; ++g) {
-        auto* group = reinterpret_cast<uint8_t*>(packed) + g * l.group_bytes;
-        // Rows past the end stay zero (d = 0: they add nothing), as does the last d unit's
-        // padding.
-        std::memset(group, 0, static_cast<std::size_t>(l.group_bytes));
-        // Row after row, so that each row's blocks are read in order.
-        for (int r = 0; r < kPackedRows; ++r) {
-            const int64_t row = g * kPackedRows + r;
-            if (row >= w.n_rows) break;
-            const uint8_t* src = data + row * row_bytes;
-            for (int64_t b = 0; b < l.n_blocks; ++b) {
-                const uint8_t* block = src + b * block_bytes;
-                pack_block(w.type, block, r, group + l.a_offset(b));
-                if (l.has_d_units)
-                    std::memcpy(group + l.d_offset(b) + 2 * r, block + t.d_offset, 2);
+        for (int64_t k = 0; k < l.n_stripes(); ++k) {
+            auto* chunk = reinterpret_cast<uint8_t*>(packed) + l.chunk_offset(g, k);
+            const int64_t b0 = l.stripe_begin(k), nb = l.stripe_size(k);
+            // Rows past the end stay zero (d = 0: they add nothing), as does the last d unit's
+            // padding.
+            std::memset(chunk, 0, static_cast<std::size_t>(l.chunk_bytes(nb)));
+            // Row after row, so that each row's blocks are read in order.
+            for (int r = 0; r < kPackedRows; ++r) {
+                const int64_t row = g * kPackedRows + r;
+                if (row >= w.n_rows) break;
+                const uint8_t* src = data + row * row_bytes + b0 * block_bytes;
+                for (int64_t b = 0; b < nb; ++b) {
+                    const uint8_t* block = src + b * block_bytes;
+                    pack_block(w.type, block, r, chunk + l.a_offset(b));
+                    if (l.has_d_units)
+                        std::memcpy(chunk + l.d_offset(b) + 2 * r, block + t.d_offset, 2);
+                }
             }
         }
     }

@@ -33,27 +33,29 @@ namespace HWY_NAMESPACE {
 
 #if HWY_TARGET == HWY_AVX3
 
-// One group of a packed matrix.
-struct PackedGroup {
+// One group's chunk of one stripe of a packed matrix: blocks b0 .. b0 + n_blocks - 1 of its rows.
+struct PackedChunk {
     const uint8_t* base;
     PackedLayout l;
+    int64_t b0, n_blocks;
 
+    // Codes and 16 f16 d (types with d units only; never read otherwise) of the chunk's block b
+    // (counted from b0).
     const uint8_t* codes(int64_t b) const { return base + l.a_offset(b); }
-    // Block b's 16 f16 d (types with d units only; never read otherwise).
     const uint8_t* d(int64_t b) const { return base + l.d_offset(b); }
 };
 
 static_assert(kPackedRows == kPanelRows, "a group fills one GEMM panel");
 
-PackedGroup GroupAt(const WeightMatrix& w, const PackedLayout& l, int64_t g) {
-    const auto* base = reinterpret_cast<const uint8_t*>(w.packed.data()) + g * l.group_bytes;
-    return {base, l};
+PackedChunk ChunkAt(const WeightMatrix& w, const PackedLayout& l, int64_t g, int64_t k) {
+    const auto* base = reinterpret_cast<const uint8_t*>(w.packed.data()) + l.chunk_offset(g, k);
+    return {base, l, l.stripe_begin(k), l.stripe_size(k)};
 }
 
 // T tokens of a run (slot run.slot of tile run.tile and the next T - 1, tiles of W) against every
-// block of one group, into acc[t] (16 rows).
+// block of one chunk, into acc[t] (16 rows).
 template <class Tr, int T, int W, bool kVnni>
-HWY_INLINE void PackedBlocks(const PackedGroup& g, const IntActivations& a, const TokenRun& run,
+HWY_INLINE void PackedBlocks(const PackedChunk& g, const IntActivations& a, const TokenRun& run,
                              __m512 (&acc)[T]) {
     constexpr int kGroups = Tr::kSub / 4;
     // With one or two tokens a single chain of vpdpbusd would set the pace: two chains, added.
@@ -62,9 +64,10 @@ HWY_INLINE void PackedBlocks(const PackedGroup& g, const IntActivations& a, cons
     const int32_t* corr = a.corr + a.sub_tile(run.tile) + run.slot;
     const float* da = a.d + a.block_tile(run.tile) + run.slot;
     const int32_t* bsum = Tr::kMin ? a.bsum + a.pair_tile(run.tile) + run.slot : nullptr;
-    for (int64_t b = 0; b < g.l.n_blocks; ++b) {
-        const uint8_t* pa = g.codes(b);
-        const typename Tr::Head h = Tr::Decode(pa, g.d(b));
+    for (int64_t local = 0; local < g.n_blocks; ++local) {
+        const int64_t b = g.b0 + local;  // of the row: the activations' block
+        const uint8_t* pa = g.codes(local);
+        const typename Tr::Head h = Tr::Decode(pa, g.d(local));
         __m512i isum[T];
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) isum[t] = _mm512_setzero_si512();
@@ -125,58 +128,66 @@ HWY_INLINE void PackedBlocks(const PackedGroup& g, const IntActivations& a, cons
     }
 }
 
-// T tokens from token t0 (tiles of W) against one group, stored to y[(t0 + t) * y_stride + r] for
-// the group's valid rows.
+// T tokens from token t0 (tiles of W) against one chunk, stored to y[(t0 + t) * y_stride + r] for
+// the group's valid rows. A chunk after a row's first continues the sums the previous one stored
+// (a float stored and loaded is exact: the same operations in the same order as one long run).
 template <class Tr, int T, int W, bool kVnni>
-void PackedTile(const PackedGroup& g, const IntActivations& a, int64_t t0, float* y,
+void PackedTile(const PackedChunk& g, const IntActivations& a, int64_t t0, float* y,
                 int64_t y_stride, __mmask16 rows) {
     __m512 acc[T];
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (int t = 0; t < T; ++t) {
+        acc[t] = g.b0 == 0 ? _mm512_setzero_ps()
+                           : _mm512_maskz_loadu_ps(rows, y + (t0 + t) * y_stride);
+    }
     PackedBlocks<Tr, T, W, kVnni>(g, a, TokenRun{t0 / W, static_cast<int>(t0 % W), 0}, acc);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * y_stride, rows, acc[t]);
 }
 
+// Groups [g0, g1), stripe by stripe (packed_layout.h: the activations of a stripe stay in L1).
 template <class Tr, bool kVnni>
 void PackedGroups(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int64_t g1,
                   const IntActivations& a, int64_t n_tokens, float* y) {
-    for (int64_t gi = g0; gi < g1; ++gi) {
-        const PackedGroup g = GroupAt(w, l, gi);
-        const int64_t row0 = gi * kPackedRows;
-        const int valid = static_cast<int>(std::min<int64_t>(kPackedRows, w.n_rows - row0));
-        const auto rows = static_cast<__mmask16>((1u << valid) - 1u);
-        float* yg = y + row0;
-        if (a.width == 1) {  // one token, dense activations
-            PackedTile<Tr, 1, 1, kVnni>(g, a, 0, yg, w.n_rows, rows);
-            continue;
+    for (int64_t k = 0; k < l.n_stripes(); ++k) {
+        for (int64_t gi = g0; gi < g1; ++gi) {
+            const PackedChunk g = ChunkAt(w, l, gi, k);
+            const int64_t row0 = gi * kPackedRows;
+            const int valid = static_cast<int>(std::min<int64_t>(kPackedRows, w.n_rows - row0));
+            const auto rows = static_cast<__mmask16>((1u << valid) - 1u);
+            float* yg = y + row0;
+            if (a.width == 1) {  // one token, dense activations
+                PackedTile<Tr, 1, 1, kVnni>(g, a, 0, yg, w.n_rows, rows);
+                continue;
+            }
+            int64_t t = 0;
+            for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
+                PackedTile<Tr, kTokenTile, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+            }
+            if (t + 4 <= n_tokens) {
+                PackedTile<Tr, 4, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+                t += 4;
+            }
+            if (t + 2 <= n_tokens) {
+                PackedTile<Tr, 2, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+                t += 2;
+            }
+            if (t < n_tokens) PackedTile<Tr, 1, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
         }
-        int64_t t = 0;
-        for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
-            PackedTile<Tr, kTokenTile, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
-        }
-        if (t + 4 <= n_tokens) {
-            PackedTile<Tr, 4, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
-            t += 4;
-        }
-        if (t + 2 <= n_tokens) {
-            PackedTile<Tr, 2, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
-            t += 2;
-        }
-        if (t < n_tokens) PackedTile<Tr, 1, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
     }
 }
 
-// One group decoded into a GEMM panel of all its columns, exactly as fill_int_panel unpacks the
-// file's layout (codes + 128 - kOffset, the panel's scales).
+// One chunk decoded into its blocks of a GEMM panel of all the group's columns, exactly as
+// fill_int_panel unpacks the file's layout (codes + 128 - kOffset, the panel's scales).
 template <class Tr>
-void FillPanel(const PackedGroup& g, const IntPanel& panel) {
+void FillPanel(const PackedChunk& g, const IntPanel& panel) {
     constexpr int kGroups = Tr::kSub / 4;
     const IntPanel p = panel;  // local: the stores would make the compiler reload its fields
     const __m512i bias = _mm512_set1_epi8(static_cast<char>(128 - Tr::kOffset));
-    for (int64_t b = 0; b < g.l.n_blocks; ++b) {
-        const uint8_t* pa = g.codes(b);
-        const typename Tr::Head h = Tr::Decode(pa, g.d(b));
+    for (int64_t local = 0; local < g.n_blocks; ++local) {
+        const int64_t b = g.b0 + local;  // of the row: the panel's block
+        const uint8_t* pa = g.codes(local);
+        const typename Tr::Head h = Tr::Decode(pa, g.d(local));
         Tr::ForEachSub(pa, h, [&](int s, const __m512i* v) HWY_ATTR {
             for (int gi = 0; gi < kGroups; ++gi) {
                 const int64_t group = b * (Tr::kBlockValues / 4) + s * kGroups + gi;
@@ -241,8 +252,11 @@ void PackedMatmul(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
 
 void FillIntPanelPacked(const WeightMatrix& w, int64_t group, const IntPanel& panel) {
     const PackedLayout l = packed_layout(w.type, w.n_cols, w.n_rows);
-    WithTraits(w.type, [&](auto traits)
-                           HWY_ATTR { FillPanel<decltype(traits)>(GroupAt(w, l, group), panel); });
+    WithTraits(w.type, [&](auto traits) HWY_ATTR {
+        for (int64_t k = 0; k < l.n_stripes(); ++k) {
+            FillPanel<decltype(traits)>(ChunkAt(w, l, group, k), panel);
+        }
+    });
 }
 
 #else  // no packed kernels for this target

@@ -245,7 +245,10 @@ const std::vector<Shape>& shapes() {
         // the interleaved kernels' runs of 4 tokens, and their switch to panels at 32 tokens
         {19, 5, 512},
         {9, 12, 256},
-        {23, 32, 256}};
+        {23, 32, 256},
+        // several stripes of the interleaved layout under a tile of 8 tokens and a panel
+        {17, 9, 2304},
+        {5, 32, 2304}};
     return s;
 }
 

@@ -37,13 +37,26 @@ const std::vector<GgmlType>& packed_types() {
 struct PackedReader {
     GgmlType type;
     PackedLayout layout;
-    const uint8_t* group;  // the row group
+    const uint8_t* matrix;  // the whole packed matrix
+    int64_t group;          // the row group
 
     // Types with d units: per pair of blocks, the d unit, then the codes of both blocks.
     int64_t pair_bytes() const { return 64 + 2 * 64 * layout.a_units; }
+    // One group's chunk of a stripe of nb blocks: the codes, and a d unit per pair of blocks.
+    int64_t chunk_bytes(int64_t nb) const {
+        return nb * 64 * layout.a_units + (layout.has_d_units ? 64 * ((nb + 1) / 2) : 0);
+    }
+    // Stripe after stripe, each holding every group's chunk in turn.
+    const uint8_t* chunk(int64_t block) const {
+        const int64_t k = block / layout.stripe_blocks;
+        const int64_t nb = std::min(layout.stripe_blocks, layout.n_blocks - k * layout.stripe_blocks);
+        return matrix + k * layout.n_groups * chunk_bytes(layout.stripe_blocks) +
+               group * chunk_bytes(nb);
+    }
     const uint8_t* codes(int64_t block) const {
-        if (!layout.has_d_units) return group + block * 64 * layout.a_units;
-        return group + (block / 2) * pair_bytes() + 64 + (block % 2) * 64 * layout.a_units;
+        const int64_t local = block % layout.stripe_blocks;  // in its chunk
+        if (!layout.has_d_units) return chunk(block) + local * 64 * layout.a_units;
+        return chunk(block) + (local / 2) * pair_bytes() + 64 + (local % 2) * 64 * layout.a_units;
     }
     const uint8_t* unit(int64_t block, int u) const { return codes(block) + 64 * u; }
     // Byte k (0-3) of row r's copy of word unit u.
@@ -84,7 +97,8 @@ struct PackedReader {
     }
     uint16_t d_unit(int64_t block, int r) const {
         uint16_t d;
-        std::memcpy(&d, group + (block / 2) * pair_bytes() + 32 * (block % 2) + 2 * r, 2);
+        const int64_t local = block % layout.stripe_blocks;
+        std::memcpy(&d, chunk(block) + (local / 2) * pair_bytes() + 32 * (local % 2) + 2 * r, 2);
         return d;
     }
 
@@ -188,9 +202,11 @@ TEST_P(PackedLayoutTest, HoldsEveryValueWhereTheHeaderSays) {
     const test::QuantFixture fixture(path.string());
     const GgmlType type = GetParam();
     for (int64_t rows : {1, 16, 21, 37}) {
-        // 768 and 1280 columns: an odd number of K-quant blocks; 800: of 32-value blocks.
-        for (int64_t cols :
-             {int64_t{256}, int64_t{768}, block_size(type) == 32 ? int64_t{800} : int64_t{1280}}) {
+        // 768 and 1280 columns: an odd number of K-quant blocks; 800: of 32-value blocks; 4000
+        // and 2816: several stripes, the last one shorter, with an odd number of blocks.
+        const bool small_blocks = block_size(type) == 32;
+        for (int64_t cols : {int64_t{256}, int64_t{768}, small_blocks ? int64_t{800} : int64_t{1280},
+                             small_blocks ? int64_t{4000} : int64_t{2816}}) {
             SCOPED_TRACE(testing::Message() << type_name(type) << " " << rows << " x " << cols);
             test::TestMatrix m = fixture.make_matrix(type, rows, cols);
             m.pack();
@@ -200,9 +216,22 @@ TEST_P(PackedLayoutTest, HoldsEveryValueWhereTheHeaderSays) {
             EXPECT_EQ(l.a_bytes + (l.has_d_units ? 32 : 0), kPackedRows * block_bytes);
             EXPECT_LE(l.group_bytes - kPackedRows * static_cast<int64_t>(row_size(type, cols)), 32);
             EXPECT_EQ(l.n_groups, (rows + kPackedRows - 1) / kPackedRows);
+            // Stripes of at most kStripeBytes per group (but a pair of blocks), whole pairs of
+            // blocks but the last, and every chunk within the matrix's bytes.
             const auto* packed = reinterpret_cast<const uint8_t*>(m.packed.front().bytes);
+            const PackedReader last{type, l, packed, l.n_groups - 1};
+            EXPECT_LE(last.chunk_bytes(l.stripe_blocks),
+                      std::max(kernels::kStripeBytes, last.chunk_bytes(2)));
+            if (l.has_d_units && l.stripe_blocks < l.n_blocks) {
+                EXPECT_EQ(l.stripe_blocks % 2, 0);
+            }
+            EXPECT_EQ(last.chunk(l.n_blocks - 1) + last.chunk_bytes((l.n_blocks - 1) % l.stripe_blocks + 1),
+                      packed + l.bytes());
+            if (cols == (small_blocks ? 4000 : 2816)) {
+                EXPECT_GT(l.n_stripes(), 1);
+            }
             for (int64_t g = 0; g < l.n_groups; ++g) {
-                const PackedReader reader{type, l, packed + g * l.group_bytes};
+                const PackedReader reader{type, l, packed, g};
                 for (int r = 0; r < kPackedRows; ++r) {
                     const int64_t row = g * kPackedRows + r;
                     for (int64_t b = 0; b < l.n_blocks; ++b) {
