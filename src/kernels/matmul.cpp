@@ -116,8 +116,12 @@ bool matmul_supports(GgmlType type) {
 
 MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                      int n_threads, MatmulMode mode)
-    : w_(w), x_(x), y_(y), n_tokens_(n_tokens), n_threads_(n_threads) {
-    validate(w, n_tokens);
+    : w_((validate(w, n_tokens), w)),
+      x_(x),
+      y_(y),
+      n_tokens_(n_tokens),
+      n_threads_(n_threads),
+      row_groups_((w.n_rows + kernels::kPanelRows - 1) / kernels::kPanelRows, n_threads) {
     float_weights_ = is_float_weight(w.type);
     // F16/BF16 activations are kept as rounded f32 values.
     act_type_ = float_weights_ ? GgmlType::F32 : activation_type(w.type);
@@ -203,21 +207,36 @@ void MatmulJob::run_phase(int phase, int i, int n) const {
             kernels::fill_int_activations(w_.type, act, w_.n_cols, t0, t1, int_act_data_);
         return;
     }
+    // Pieces of groups of 16 rows that hold about kPieceBytes of weights per stripe of the
+    // interleaved layout (a whole row elsewhere): a few microseconds each, so that taking one
+    // costs little and the last ones even out the threads' speeds, yet enough groups that a
+    // stripe's activations are reused from L1 (packed_layout.h) across most of them.
+    constexpr int64_t kPieceBytes = 64 * 1024;
+    int64_t group_bytes = static_cast<int64_t>(row_size(w_.type, w_.n_cols)) * kernels::kPanelRows;
     if (packed_) {
-        run_packed(i, n);
+        const kernels::PackedLayout l = kernels::packed_layout(w_.type, w_.n_cols, w_.n_rows);
+        group_bytes = l.chunk_bytes(l.stripe_blocks);
+    }
+    const int64_t piece = std::max<int64_t>(1, kPieceBytes / group_bytes);
+    if (packed_) {
+        run_packed(i, piece);
         return;
     }
     if (!gemm_) {
-        const auto [r0, r1] = split(w_.n_rows, i, n, kernels::kPanelRows);
-        if (r0 >= r1) return;
-        if (scalar_ || !kernels::gemv_rows_simd(w_, act, r0, r1, y_)) {
-            kernels::matmul_rows_scalar(w_, act, r0, r1, y_, w_.n_rows);
-        }
+        row_groups_.run(i, piece, [&](int64_t g0, int64_t g1) {
+            const int64_t r0 = g0 * kernels::kPanelRows;
+            const int64_t r1 = std::min(w_.n_rows, g1 * kernels::kPanelRows);
+            if (scalar_ || !kernels::gemv_rows_simd(w_, act, r0, r1, y_)) {
+                kernels::matmul_rows_scalar(w_, act, r0, r1, y_, w_.n_rows);
+            }
+        });
         return;
     }
-    const int64_t n_panels = (w_.n_rows + kernels::kPanelRows - 1) / kernels::kPanelRows;
     std::byte* panel_memory = panels_ + panel_bytes_ * static_cast<std::size_t>(i);
-    const auto [p0, p1] = split(n_panels, i, n, 1);
+    row_groups_.run(i, piece, [&](int64_t p0, int64_t p1) { run_panels(p0, p1, panel_memory); });
+}
+
+void MatmulJob::run_panels(int64_t p0, int64_t p1, std::byte* panel_memory) const {
     const kernels::IntActivations ia =
         float_weights_ ? kernels::IntActivations{}
                        : kernels::int_activations_at(int_act_data_, w_.type, w_.n_cols, n_tokens_);
@@ -263,25 +282,27 @@ void MatmulJob::run_phase(int phase, int i, int n) const {
     }
 }
 
-void MatmulJob::run_packed(int i, int n) const {
-    const int64_t n_groups = (w_.n_rows + kernels::kPackedRows - 1) / kernels::kPackedRows;
-    const auto [g0, g1] = split(n_groups, i, n, 1);
-    if (g0 >= g1) return;
+void MatmulJob::run_packed(int i, int64_t piece) const {
     const kernels::IntActivations ia =
         kernels::int_activations_at(int_act_data_, w_.type, w_.n_cols, n_tokens_);
     if (!packed_panels_) {
-        kernels::packed_matmul_simd(w_, g0, g1, ia, n_tokens_, y_);
+        row_groups_.run(i, piece, [&](int64_t g0, int64_t g1) {
+            kernels::packed_matmul_simd(w_, g0, g1, ia, n_tokens_, y_);
+        });
         return;
     }
     const kernels::IntPanel panel = kernels::int_panel_at(
         panels_ + panel_bytes_ * static_cast<std::size_t>(i), w_.type, w_.n_cols);
-    for (int64_t g = g0; g < g1; ++g) {
-        const int64_t row0 = g * kernels::kPackedRows;
-        const int valid =
-            static_cast<int>(std::min<int64_t>(kernels::kPackedRows, w_.n_rows - row0));
-        kernels::fill_int_panel_packed_simd(w_, g, panel);
-        kernels::gemm_int_panel_simd(panel, ia, 0, n_tokens_, y_ + row0, w_.n_rows, valid, false);
-    }
+    row_groups_.run(i, piece, [&](int64_t g0, int64_t g1) {
+        for (int64_t g = g0; g < g1; ++g) {
+            const int64_t row0 = g * kernels::kPackedRows;
+            const int valid =
+                static_cast<int>(std::min<int64_t>(kernels::kPackedRows, w_.n_rows - row0));
+            kernels::fill_int_panel_packed_simd(w_, g, panel);
+            kernels::gemm_int_panel_simd(panel, ia, 0, n_tokens_, y_ + row0, w_.n_rows, valid,
+                                         false);
+        }
+    });
 }
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "core/work_ranges.h"
 #include "gguf/ggml_type.h"
 
 namespace minfer {
@@ -103,7 +104,9 @@ class MatmulJob {
     void run_phase(int phase, int i, int n) const;
 
   private:
-    void run_packed(int i, int n) const;  // phase 1 on interleaved weights
+    void run_packed(int i, int64_t piece) const;  // phase 1 on interleaved weights
+    // Phase 1 of the GEMM on the file's layout: panels [p0, p1), panel_memory the thread's own.
+    void run_panels(int64_t p0, int64_t p1, std::byte* panel_memory) const;
 
     WeightMatrix w_;
     const float* x_;
@@ -123,6 +126,8 @@ class MatmulJob {
     std::byte* act_data_ = nullptr;
     std::byte* int_act_data_ = nullptr;
     std::byte* panels_ = nullptr;
+    // Phase 1's groups of kPanelRows rows, balanced among the threads as they go.
+    mutable WorkRanges row_groups_;
 };
 
 }  // namespace minfer

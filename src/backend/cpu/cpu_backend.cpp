@@ -193,7 +193,8 @@ class CpuBackend final : public Backend {
     // Creates the matmul jobs (validating them), binds them to one scratch region (they run one
     // after another), plans the expert matmuls and decides which ops thread 0 runs alone.
     void plan(const Graph& g) {
-        jobs_.assign(g.ops.size(), std::nullopt);
+        jobs_.clear();  // (jobs are not copyable: assign would copy)
+        jobs_.resize(g.ops.size());
         moe_.assign(g.ops.size(), std::nullopt);
         serial_.assign(g.ops.size(), false);
         static_weight_bytes_ = weight_bytes_without_experts(g);
