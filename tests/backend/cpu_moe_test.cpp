@@ -149,17 +149,7 @@ std::vector<float> run_moe_op(const MoeCase& c, const Weight& w, const std::vect
     std::vector<float> y(static_cast<std::size_t>(n_tokens * op.width), NAN);
     MoeMatmul moe(op, x.data(), route.data(), y.data(), pool.size(), mode, ws, packed);
     SpinBarrier barrier(pool.size());
-    pool.run([&](int i, int n) {
-        if (i == 0) moe.prepare();
-        barrier.arrive_and_wait();
-        moe.gather(i, n);
-        barrier.arrive_and_wait();
-        moe.convert(i, n);
-        barrier.arrive_and_wait();
-        moe.multiply(i, n);
-        barrier.arrive_and_wait();
-        moe.scatter(i, n);
-    });
+    pool.run([&](int i, int n) { moe.run(i, n, barrier); });
     return y;
 }
 

@@ -135,15 +135,21 @@ class CpuBackend final : public Backend {
                     }
                     jobs_[i]->run_phase(1, thread, n_threads);
                 } else if (moe_[i]) {
-                    run_moe(*moe_[i], barrier, thread, n_threads);
+                    moe_[i]->run(thread, n_threads, barrier);
                 } else if (!serial_[i] || thread == 0) {
                     run(op, g, thread, serial_[i] ? 1 : n_threads);
                 }
-                // Two ops in a row that only thread 0 runs need no barrier between them, nor
-                // two matmuls on the same input (neither reads what the other writes).
-                const bool next_serial = i + 1 < g.ops.size() && serial_[i + 1];
-                const bool next_shares = i + 1 < g.ops.size() && jobs_[i + 1] &&
-                                         jobs_[i + 1]->shares_activations() &&
+                // Two ops in a row that only thread 0 runs need no barrier between them (a
+                // serial op and a matmul whose conversion only thread 0 runs: the others wait at
+                // the conversion's barrier), nor two matmuls on the same input (neither reads
+                // what the other writes).
+                const MatmulJob* next_job = i + 1 < g.ops.size() && jobs_[i + 1] ? &*jobs_[i + 1]
+                                                                                 : nullptr;
+                const bool next_serial =
+                    i + 1 < g.ops.size() &&
+                    (serial_[i + 1] || (next_job != nullptr && !next_job->shares_activations() &&
+                                        next_job->converts_serially()));
+                const bool next_shares = next_job != nullptr && next_job->shares_activations() &&
                                          g.ops[i + 1].dst != op.src0 && g.ops[i + 1].dst != op.dst;
                 if (!(serial_[i] && next_serial) && !next_shares) barrier.arrive_and_wait();
                 if (thread == 0 && options_.trace) {
@@ -242,19 +248,6 @@ class CpuBackend final : public Backend {
             }
         }
         return n;
-    }
-
-    // The phases of an expert matmul (cpu_moe.h), a barrier between each two.
-    static void run_moe(MoeMatmul& moe, SpinBarrier& barrier, int thread, int n_threads) {
-        if (thread == 0) moe.prepare();
-        barrier.arrive_and_wait();
-        moe.gather(thread, n_threads);
-        barrier.arrive_and_wait();
-        moe.convert(thread, n_threads);
-        barrier.arrive_and_wait();
-        moe.multiply(thread, n_threads);
-        barrier.arrive_and_wait();
-        moe.scatter(thread, n_threads);
     }
 
     bool is_serial(const Op& op) const {

@@ -108,20 +108,49 @@ void MoeMatmul::prepare() {
         }
     }
     // One job per used expert, each with its own scratch region (their conversions run at once).
+    // One token: each expert has its one row, read and written in place.
     ws.jobs.clear();
     std::size_t scratch = 0;
     for (const auto& g : ws.groups) {
         const WeightMatrix w = expert(g.expert);
         ws.expert_bytes += w.data.size();
-        ws.jobs.emplace_back(w, ws.x_sorted.data() + g.first * n_in_, g.count,
-                             ws.y_sorted.data() + g.first * n_out_, n_threads_, mode_);
+        if (one_token()) {
+            const int64_t slot = ws.sorted[static_cast<std::size_t>(g.first)];
+            ws.jobs.emplace_back(w, moe_.per_slot_input ? x_ + slot * n_in_ : x_, 1,
+                                 y_ + slot * n_out_, n_threads_, mode_);
+        } else {
+            ws.jobs.emplace_back(w, ws.x_sorted.data() + g.first * n_in_, g.count,
+                                 ws.y_sorted.data() + g.first * n_out_, n_threads_, mode_);
+        }
         scratch += align64(ws.jobs.back().scratch_bytes());
     }
     std::byte* base = ws.scratch.reserve(scratch);
     for (MatmulJob& job : ws.jobs) {
         job.bind(base);
         base += align64(job.scratch_bytes());
+        // The token's one input, shared by every expert: converted once.
+        if (one_token() && &job != &ws.jobs.front() && job.can_share_activations(ws.jobs.front()))
+            job.share_activations_of(ws.jobs.front());
     }
+    if (one_token()) {  // the conversions (a few microseconds) here, saving two phases
+        for (const MatmulJob& job : ws.jobs) job.run_phase(0, 0, 1);
+    }
+}
+
+void MoeMatmul::run(int thread, int n, SpinBarrier& barrier) {
+    if (thread == 0) prepare();
+    barrier.arrive_and_wait();
+    if (one_token()) {
+        multiply(thread, n);
+        return;
+    }
+    gather(thread, n);
+    barrier.arrive_and_wait();
+    convert(thread, n);
+    barrier.arrive_and_wait();
+    multiply(thread, n);
+    barrier.arrive_and_wait();
+    scatter(thread, n);
 }
 
 void MoeMatmul::gather(int thread, int n) {
