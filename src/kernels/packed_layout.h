@@ -12,12 +12,12 @@
 // Layout. Rows are taken in groups of kPackedRows = 16 (the last group padded with zero rows).
 // A "column group" is 4 consecutive values of a block: the kernels hold the 16 rows' 4 values of
 // one column group in one 64-byte vector (row r in bytes 4r .. 4r + 3), as vpdpbusd wants them. A
-// row group is one run of bytes that the kernels read strictly in order, front to back, so that
-// the hardware prefetcher keeps its stream: one core decoded Q8_0 from DRAM at 11-13 GB/s with
-// each group's scales in a plane of their own at its end, 25 with them beside their blocks, and
-// Q6_K (scales read before the codes, stored after them) and Q5_K (fifth bits in units of their
-// own) went from 10-11 to 27. Software prefetching only took from that (by 5-25 % at 0.5-8 KiB
-// ahead, every type), so the kernels issue none. Per block:
+// row group's part of a stripe (below) is one run of bytes that the kernels read strictly in
+// order, front to back, so that the hardware prefetcher keeps its stream: one core decoded Q8_0
+// from DRAM at 11-13 GB/s with each group's scales in a plane of their own at its end, 25 with
+// them beside their blocks, and Q6_K (scales read before the codes, stored after them) and Q5_K
+// (fifth bits in units of their own) went from 10-11 to 27. Software prefetching only took from
+// that (by 5-25 % at 0.5-8 KiB ahead, every type), so the kernels issue none. Per block:
 //   the block's codes (a_bytes = 64 * a_units): 64-byte units of three kinds:
 //     words: unit w is one 32-bit word of the file's block (bytes `offset` + 4w .. + 3) for the
 //       16 rows: row r's copy at 4r. Quant nibbles stay as they are (byte k of a word holds
