@@ -7,13 +7,16 @@
 namespace minfer {
 
 WorkRanges::WorkRanges(int64_t count, int n_threads)
-    : n_threads_(n_threads), shares_(std::make_unique<Share[]>(static_cast<std::size_t>(n_threads))) {
+    : n_threads_(n_threads),
+      shares_(std::make_unique<Share[]>(static_cast<std::size_t>(n_threads))) {
     if (count < 0 || count >= (int64_t{1} << 32) || n_threads < 1) {
-        throw UsageError(concat("cannot share ", count, " work items among ", n_threads, " threads"));
+        throw UsageError(
+            concat("cannot share ", count, " work items among ", n_threads, " threads"));
     }
     for (int i = 0; i < n_threads; ++i) {
         const int64_t begin = count * i / n_threads, end = count * (i + 1) / n_threads;
-        shares_[static_cast<std::size_t>(i)].range.store(pack(begin, end), std::memory_order_relaxed);
+        shares_[static_cast<std::size_t>(i)].range.store(pack(begin, end),
+                                                         std::memory_order_relaxed);
     }
 }
 
@@ -21,7 +24,7 @@ bool WorkRanges::take_front(int thread, int64_t chunk, int64_t& begin, int64_t& 
     std::atomic<uint64_t>& range = shares_[static_cast<std::size_t>(thread)].range;
     uint64_t word = range.load(std::memory_order_relaxed);
     for (;;) {
-        const auto b = static_cast<int64_t>(word & 0xFFFFFFFFu), e = static_cast<int64_t>(word >> 32);
+        const int64_t b = begin_of(word), e = end_of(word);
         if (b >= e) return false;
         const int64_t taken = std::min(std::max<int64_t>(chunk, 1), e - b);
         // Relaxed: the items' data was written before the pool's run started (or its barrier).
@@ -41,8 +44,9 @@ bool WorkRanges::steal(int thread, int64_t& begin, int64_t& end) {
         int64_t most = 0;
         for (int k = 1; k < n_threads_; ++k) {
             const int v = (thread + k) % n_threads_;
-            const uint64_t w = shares_[static_cast<std::size_t>(v)].range.load(std::memory_order_relaxed);
-            const int64_t left = static_cast<int64_t>(w >> 32) - static_cast<int64_t>(w & 0xFFFFFFFFu);
+            const uint64_t w =
+                shares_[static_cast<std::size_t>(v)].range.load(std::memory_order_relaxed);
+            const int64_t left = end_of(w) - begin_of(w);
             if (left > most) {
                 most = left;
                 victim = v;
@@ -50,7 +54,7 @@ bool WorkRanges::steal(int thread, int64_t& begin, int64_t& end) {
             }
         }
         if (victim < 0) return false;
-        const auto b = static_cast<int64_t>(word & 0xFFFFFFFFu), e = static_cast<int64_t>(word >> 32);
+        const int64_t b = begin_of(word), e = end_of(word);
         const int64_t taken = (e - b + 1) / 2;  // half, rounded up: one item left is taken
         std::atomic<uint64_t>& range = shares_[static_cast<std::size_t>(victim)].range;
         if (range.compare_exchange_weak(word, pack(b, e - taken), std::memory_order_relaxed)) {

@@ -40,6 +40,8 @@ class WorkRanges {
     static uint64_t pack(int64_t begin, int64_t end) {
         return static_cast<uint64_t>(begin) | static_cast<uint64_t>(end) << 32;
     }
+    static int64_t begin_of(uint64_t word) { return static_cast<int64_t>(word & 0xFFFFFFFFu); }
+    static int64_t end_of(uint64_t word) { return static_cast<int64_t>(word >> 32); }
 
     bool take_front(int thread, int64_t chunk, int64_t& begin, int64_t& end);
     bool steal(int thread, int64_t& begin, int64_t& end);

@@ -100,7 +100,8 @@ class MatmulJob {
 
     // True when phase 0 is so small that thread 0 does it alone.
     bool converts_serially() const;
-    // Every thread i of n calls this for phase 0, then (after a barrier) for phase 1.
+    // Every thread i of n (the n_threads it was made for) calls this for phase 0, then (after a
+    // barrier) for phase 1.
     void run_phase(int phase, int i, int n) const;
 
   private:

@@ -137,8 +137,8 @@ void PackedTile(const PackedChunk& g, const IntActivations& a, int64_t t0, float
     __m512 acc[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-        acc[t] = g.b0 == 0 ? _mm512_setzero_ps()
-                           : _mm512_maskz_loadu_ps(rows, y + (t0 + t) * y_stride);
+        acc[t] =
+            g.b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(rows, y + (t0 + t) * y_stride);
     }
     PackedBlocks<Tr, T, W, kVnni>(g, a, TokenRun{t0 / W, static_cast<int>(t0 % W), 0}, acc);
 #pragma GCC unroll 8

@@ -40,8 +40,8 @@ TEST(WorkRanges, EveryItemOnceWhateverTheSpeeds) {
     for (int n : {1, 2, 3, 8}) {
         for (int64_t count : {0, 1, 5, 64, 1001}) {
             for (int64_t chunk : {1, 4, 100}) {
-                SCOPED_TRACE(testing::Message() << n << " threads, " << count << " items, chunk "
-                                                << chunk);
+                SCOPED_TRACE(testing::Message()
+                             << n << " threads, " << count << " items, chunk " << chunk);
                 std::vector<std::atomic<int>> seen(static_cast<std::size_t>(count));
                 const auto pieces = run_ranges(count, n, chunk, /*slow=*/n - 1, seen);
                 for (int64_t i = 0; i < count; ++i) {

@@ -49,7 +49,8 @@ struct PackedReader {
     // Stripe after stripe, each holding every group's chunk in turn.
     const uint8_t* chunk(int64_t block) const {
         const int64_t k = block / layout.stripe_blocks;
-        const int64_t nb = std::min(layout.stripe_blocks, layout.n_blocks - k * layout.stripe_blocks);
+        const int64_t nb =
+            std::min(layout.stripe_blocks, layout.n_blocks - k * layout.stripe_blocks);
         return matrix + k * layout.n_groups * chunk_bytes(layout.stripe_blocks) +
                group * chunk_bytes(nb);
     }
@@ -205,8 +206,9 @@ TEST_P(PackedLayoutTest, HoldsEveryValueWhereTheHeaderSays) {
         // 768 and 1280 columns: an odd number of K-quant blocks; 800: of 32-value blocks; 4000
         // and 2816: several stripes, the last one shorter, with an odd number of blocks.
         const bool small_blocks = block_size(type) == 32;
-        for (int64_t cols : {int64_t{256}, int64_t{768}, small_blocks ? int64_t{800} : int64_t{1280},
-                             small_blocks ? int64_t{4000} : int64_t{2816}}) {
+        for (int64_t cols :
+             {int64_t{256}, int64_t{768}, small_blocks ? int64_t{800} : int64_t{1280},
+              small_blocks ? int64_t{4000} : int64_t{2816}}) {
             SCOPED_TRACE(testing::Message() << type_name(type) << " " << rows << " x " << cols);
             test::TestMatrix m = fixture.make_matrix(type, rows, cols);
             m.pack();
@@ -225,7 +227,8 @@ TEST_P(PackedLayoutTest, HoldsEveryValueWhereTheHeaderSays) {
             if (l.has_d_units && l.stripe_blocks < l.n_blocks) {
                 EXPECT_EQ(l.stripe_blocks % 2, 0);
             }
-            EXPECT_EQ(last.chunk(l.n_blocks - 1) + last.chunk_bytes((l.n_blocks - 1) % l.stripe_blocks + 1),
+            EXPECT_EQ(last.chunk(l.n_blocks - 1) +
+                          last.chunk_bytes((l.n_blocks - 1) % l.stripe_blocks + 1),
                       packed + l.bytes());
             if (cols == (small_blocks ? 4000 : 2816)) {
                 EXPECT_GT(l.n_stripes(), 1);

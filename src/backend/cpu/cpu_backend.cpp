@@ -143,8 +143,8 @@ class CpuBackend final : public Backend {
                 // serial op and a matmul whose conversion only thread 0 runs: the others wait at
                 // the conversion's barrier), nor two matmuls on the same input (neither reads
                 // what the other writes).
-                const MatmulJob* next_job = i + 1 < g.ops.size() && jobs_[i + 1] ? &*jobs_[i + 1]
-                                                                                 : nullptr;
+                const MatmulJob* next_job =
+                    i + 1 < g.ops.size() && jobs_[i + 1] ? &*jobs_[i + 1] : nullptr;
                 const bool next_serial =
                     i + 1 < g.ops.size() &&
                     (serial_[i + 1] || (next_job != nullptr && !next_job->shares_activations() &&
