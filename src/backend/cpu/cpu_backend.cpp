@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <unordered_set>
 #include <vector>
 
 #include "backend/backend.h"
@@ -87,6 +88,12 @@ class CpuBackend final : public Backend {
                 read_ahead_.push_back(op.weight->data.data());
             }
             if (!options_.repack_weights) continue;
+            // Each weight is offered once (packed then, or never: PackedWeights refuses for
+            // good); the graph of every step names them all again.
+            if ((op.type != OpType::MatMul && op.type != OpType::MoeMatMul) ||
+                !offered_.insert(op.weight->data.data()).second) {
+                continue;
+            }
             if (op.type == OpType::MatMul) matrices.push_back(matrix_of(*op.weight));
             // Experts: every 2-D slice of the 3-D tensor, each its own copy (a token reads k).
             if (op.type == OpType::MoeMatMul) {
@@ -94,7 +101,7 @@ class CpuBackend final : public Backend {
                     matrices.push_back(matrix_of(op.weight->matrix(e)));
             }
         }
-        if (options_.repack_weights) packed_.prepare(matrices, pool_);
+        if (!matrices.empty()) packed_.prepare(matrices, pool_);
     }
     std::size_t scratch_bytes() const override {
         std::size_t n = scratch_.capacity();
@@ -446,11 +453,12 @@ class CpuBackend final : public Backend {
     ThreadPool& pool_;
     MatmulScratch scratch_;
     PackedWeights packed_;  // interleaved copies of the matmul weights (empty with --no-repack)
-    std::vector<const std::byte*> read_ahead_;    // the get_rows tables already read ahead
-    std::vector<std::vector<float>> buffers_;     // by BufferId of the graphs executed
-    std::vector<AttentionWorkspace> attention_;   // per thread
-    std::vector<std::optional<MatmulJob>> jobs_;  // per op of the graph being executed
-    std::vector<std::optional<MoeMatmul>> moe_;   // per op: the expert matmuls
+    std::vector<const std::byte*> read_ahead_;      // the get_rows tables already read ahead
+    std::unordered_set<const std::byte*> offered_;  // weights offered to packed_ (their data)
+    std::vector<std::vector<float>> buffers_;       // by BufferId of the graphs executed
+    std::vector<AttentionWorkspace> attention_;     // per thread
+    std::vector<std::optional<MatmulJob>> jobs_;    // per op of the graph being executed
+    std::vector<std::optional<MoeMatmul>> moe_;     // per op: the expert matmuls
     MoeWorkspace moe_workspace_;
     uint64_t static_weight_bytes_ = 0;  // weight_bytes_read() less the experts
     std::vector<bool> serial_;          // per op: thread 0 runs it alone
