@@ -6,13 +6,16 @@
 
 namespace minfer {
 
-WorkRanges::WorkRanges(int64_t count, int n_threads)
-    : n_threads_(n_threads),
-      shares_(std::make_unique<Share[]>(static_cast<std::size_t>(n_threads))) {
+std::unique_ptr<WorkRanges::Share[]> WorkRanges::make_shares(int64_t count, int n_threads) {
     if (count < 0 || count >= (int64_t{1} << 32) || n_threads < 1) {
         throw UsageError(
             concat("cannot share ", count, " work items among ", n_threads, " threads"));
     }
+    return std::make_unique<Share[]>(static_cast<std::size_t>(n_threads));
+}
+
+WorkRanges::WorkRanges(int64_t count, int n_threads)
+    : n_threads_(n_threads), shares_(make_shares(count, n_threads)) {
     for (int i = 0; i < n_threads; ++i) {
         const int64_t begin = count * i / n_threads, end = count * (i + 1) / n_threads;
         shares_[static_cast<std::size_t>(i)].range.store(pack(begin, end),
@@ -42,8 +45,9 @@ bool WorkRanges::steal(int thread, int64_t& begin, int64_t& end) {
         int victim = -1;
         uint64_t word = 0;
         int64_t most = 0;
-        for (int k = 1; k < n_threads_; ++k) {
+        for (int k = 1; k <= n_threads_; ++k) {
             const int v = (thread + k) % n_threads_;
+            if (v == thread) continue;
             const uint64_t w =
                 shares_[static_cast<std::size_t>(v)].range.load(std::memory_order_relaxed);
             const int64_t left = end_of(w) - begin_of(w);

@@ -23,11 +23,14 @@ class WorkRanges {
 
     // Called by every thread i of the n_threads: calls fn(begin, end) on pieces of the work until
     // none is left anywhere. Pieces of thread i's own share hold up to `chunk` items (>= 1) and
-    // come in order.
+    // come in order. (A thread index past n_threads only takes from the others: every item is
+    // still processed once, whatever the pool.)
     template <class F>
     void run(int thread, int64_t chunk, F&& fn) {
         int64_t begin = 0, end = 0;
-        while (take_front(thread, chunk, begin, end)) fn(begin, end);
+        if (thread < n_threads_) {
+            while (take_front(thread, chunk, begin, end)) fn(begin, end);
+        }
         while (steal(thread, begin, end)) fn(begin, end);
     }
 
@@ -43,6 +46,7 @@ class WorkRanges {
     static int64_t begin_of(uint64_t word) { return static_cast<int64_t>(word & 0xFFFFFFFFu); }
     static int64_t end_of(uint64_t word) { return static_cast<int64_t>(word >> 32); }
 
+    static std::unique_ptr<Share[]> make_shares(int64_t count, int n_threads);  // validated
     bool take_front(int thread, int64_t chunk, int64_t& begin, int64_t& end);
     bool steal(int thread, int64_t& begin, int64_t& end);
 

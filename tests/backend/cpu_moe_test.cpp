@@ -115,7 +115,8 @@ struct MoeCase {
 
 class MoeMatmulTest : public testing::TestWithParam<MoeCase> {};
 
-// Tokens pick among experts 0, 2 and 5 only: token t takes kChoices[t % 3].
+// Tokens pick among experts 0, 2 and 5 only: token t takes kChoices[(first + t) % 3], `first` a
+// run's choice (1: a single token's slots in the reverse of the experts' order).
 constexpr int64_t kExperts = 6, kUsed = 2;
 constexpr int64_t kChoices[3][2] = {{0, 2}, {5, 0}, {2, 5}};
 
@@ -133,12 +134,12 @@ std::vector<float> moe_input(const MoeCase& c, int64_t n_tokens) {
 // out [n_tokens][k][n_out].
 std::vector<float> run_moe_op(const MoeCase& c, const Weight& w, const std::vector<float>& x,
                               int64_t n_tokens, MatmulMode mode, const PackedWeights& packed,
-                              ThreadPool& pool, MoeWorkspace& ws) {
+                              ThreadPool& pool, MoeWorkspace& ws, int64_t first = 0) {
     std::vector<float> route(static_cast<std::size_t>(n_tokens * 2 * kUsed));
     for (int64_t t = 0; t < n_tokens; ++t) {
         for (int64_t j = 0; j < kUsed; ++j)
             route[static_cast<std::size_t>(t * 2 * kUsed + j)] =
-                static_cast<float>(kChoices[t % 3][j]);
+                static_cast<float>(kChoices[(first + t) % 3][j]);
     }
     Op op{};
     op.type = OpType::MoeMatMul;
@@ -162,16 +163,19 @@ TEST_P(MoeMatmulTest, ReadsOnlyTheChosenExpertsAndComputesTheirProducts) {
     ThreadPool pool(2);
     MoeWorkspace ws;
     const PackedWeights none;
-    for (const int64_t n_tokens : {int64_t{1}, int64_t{19}}) {
+    // One token with its slots in the experts' order and in the reverse (its outputs written in
+    // place, each to its slot), and 19 tokens.
+    for (const auto& [n_tokens, first] : {std::pair<int64_t, int64_t>{1, 0}, {1, 1}, {19, 0}}) {
         for (const MatmulMode mode : {MatmulMode::kBatchInvariant, MatmulMode::kGemvForOneToken}) {
-            SCOPED_TRACE(testing::Message() << n_tokens << " tokens, mode " << int(mode));
+            SCOPED_TRACE(testing::Message()
+                         << n_tokens << " tokens from choice " << first << ", mode " << int(mode));
             const std::vector<float> x = moe_input(c, n_tokens);
-            const std::vector<float> y = run_moe_op(c, w, x, n_tokens, mode, none, pool, ws);
+            const std::vector<float> y = run_moe_op(c, w, x, n_tokens, mode, none, pool, ws, first);
             // Against dot products of the stored weights with the inputs (the kernels quantize
             // the activations: a relative tolerance of that size).
             for (int64_t t = 0; t < n_tokens; ++t) {
                 for (int64_t j = 0; j < kUsed; ++j) {
-                    const int64_t e = kChoices[t % 3][j];
+                    const int64_t e = kChoices[(first + t) % 3][j];
                     const float* in =
                         x.data() + (c.per_slot ? (t * kUsed + j) * c.n_in : t * c.n_in);
                     for (int64_t r = 0; r < c.n_out; ++r) {

@@ -80,10 +80,26 @@ TEST(WorkRanges, OwnShareInOrderThenTheSlowThreadsWorkFromItsBack) {
     EXPECT_LT(slow_items, 200);
 }
 
+TEST(WorkRanges, APoolOfOtherSizeStillDoesEveryItemOnce) {
+    for (const auto& [shares, threads] : {std::pair{2, 3}, std::pair{4, 2}}) {
+        SCOPED_TRACE(testing::Message() << shares << " shares, " << threads << " threads");
+        WorkRanges ranges(100, shares);
+        ThreadPool pool(threads);
+        std::vector<std::atomic<int>> seen(100);
+        pool.run([&](int thread, int) {
+            ranges.run(thread, 7, [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) seen[static_cast<std::size_t>(i)]++;
+            });
+        });
+        for (int i = 0; i < 100; ++i) ASSERT_EQ(seen[static_cast<std::size_t>(i)].load(), 1) << i;
+    }
+}
+
 TEST(WorkRanges, RefusesWhatItCannotHold) {
     EXPECT_THROW(WorkRanges(-1, 2), UsageError);
     EXPECT_THROW(WorkRanges(int64_t{1} << 32, 2), UsageError);
     EXPECT_THROW(WorkRanges(10, 0), UsageError);
+    EXPECT_THROW(WorkRanges(10, -3), UsageError);
 }
 
 }  // namespace

@@ -108,13 +108,18 @@ void MoeMatmul::prepare() {
         }
     }
     // One job per used expert, each with its own scratch region (their conversions run at once).
-    // One token: each expert has its one row, read and written in place.
+    // One token: each expert has its one row, read and written in place (unless a routing named
+    // an expert twice, or the input overlaps the output, which the copies keep apart).
+    const float* x_end = x_ + (moe_.per_slot_input ? k : 1) * n_in_;
+    const float* y_end = y_ + k * n_out_;
+    in_place_ =
+        rows_ == 1 && static_cast<int64_t>(ws.groups.size()) == k && (x_end <= y_ || y_end <= x_);
     ws.jobs.clear();
     std::size_t scratch = 0;
     for (const auto& g : ws.groups) {
         const WeightMatrix w = expert(g.expert);
         ws.expert_bytes += w.data.size();
-        if (one_token()) {
+        if (in_place_) {
             const int64_t slot = ws.sorted[static_cast<std::size_t>(g.first)];
             ws.jobs.emplace_back(w, moe_.per_slot_input ? x_ + slot * n_in_ : x_, 1,
                                  y_ + slot * n_out_, n_threads_, mode_);
@@ -129,10 +134,10 @@ void MoeMatmul::prepare() {
         job.bind(base);
         base += align64(job.scratch_bytes());
         // The token's one input, shared by every expert: converted once.
-        if (one_token() && &job != &ws.jobs.front() && job.can_share_activations(ws.jobs.front()))
+        if (in_place_ && &job != &ws.jobs.front() && job.can_share_activations(ws.jobs.front()))
             job.share_activations_of(ws.jobs.front());
     }
-    if (one_token()) {  // the conversions (a few microseconds) here, saving two phases
+    if (in_place_) {  // the conversions (a few microseconds) here, saving two phases
         for (const MatmulJob& job : ws.jobs) job.run_phase(0, 0, 1);
     }
 }
@@ -140,7 +145,7 @@ void MoeMatmul::prepare() {
 void MoeMatmul::run(int thread, int n, SpinBarrier& barrier) {
     if (thread == 0) prepare();
     barrier.arrive_and_wait();
-    if (one_token()) {
+    if (in_place()) {
         multiply(thread, n);
         return;
     }

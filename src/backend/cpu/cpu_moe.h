@@ -70,12 +70,14 @@ class MoeMatmul {
     void run(int thread, int n, SpinBarrier& barrier);
 
   private:
-    bool one_token() const { return rows_ == 1; }
+    // One token's k distinct experts, none of whose inputs overlaps the outputs: each job reads
+    // and writes its slot in place (set by prepare, read after its barrier).
+    bool in_place() const { return in_place_; }
     void prepare();                    // thread 0 only
-    void gather(int thread, int n);    // every thread, after prepare; not for one token
-    void convert(int thread, int n);   // every thread, after gather; not for one token
-    void multiply(int thread, int n);  // every thread, after convert (one token: prepare)
-    void scatter(int thread, int n);   // every thread, after multiply; not for one token
+    void gather(int thread, int n);    // every thread, after prepare; not in place
+    void convert(int thread, int n);   // every thread, after gather; not in place
+    void multiply(int thread, int n);  // every thread, after convert (in place: prepare)
+    void scatter(int thread, int n);   // every thread, after multiply; not in place
 
     WeightMatrix expert(int64_t e) const;  // its copy attached, if it has one
 
@@ -89,6 +91,7 @@ class MoeMatmul {
     MatmulMode mode_;
     MoeWorkspace* ws_;
     const PackedWeights* packed_;
+    bool in_place_ = false;
 };
 
 }  // namespace minfer
