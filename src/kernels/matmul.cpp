@@ -152,6 +152,17 @@ MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, fl
                       ? std::min(w.n_cols, std::max(block, chunk_values / block * block))
                       : w.n_cols;
     copy_x_ = w.type != GgmlType::F32;
+    // Phase 1 hands out pieces of groups of 16 rows that hold about kPieceBytes of weights per
+    // stripe of the interleaved layout (a whole row elsewhere): a few microseconds each, so that
+    // taking one costs little and the last ones even out the threads' speeds, yet enough groups
+    // that a stripe's activations are reused from L1 (packed_layout.h) across most of them.
+    constexpr int64_t kPieceBytes = 64 * 1024;
+    int64_t group_bytes = static_cast<int64_t>(row_size(w.type, w.n_cols)) * kernels::kPanelRows;
+    if (packed_) {
+        const kernels::PackedLayout l = kernels::packed_layout(w.type, w.n_cols, w.n_rows);
+        group_bytes = l.chunk_bytes(l.stripe_blocks);
+    }
+    piece_ = std::max<int64_t>(1, kPieceBytes / group_bytes);
     const auto tokens = static_cast<std::size_t>(n_tokens);
     act_bytes_ = copy_x_ ? align64(tokens * act_row_) : 0;
     int_act_bytes_ = gemm_ && !float_weights_
@@ -207,23 +218,12 @@ void MatmulJob::run_phase(int phase, int i, int n) const {
             kernels::fill_int_activations(w_.type, act, w_.n_cols, t0, t1, int_act_data_);
         return;
     }
-    // Pieces of groups of 16 rows that hold about kPieceBytes of weights per stripe of the
-    // interleaved layout (a whole row elsewhere): a few microseconds each, so that taking one
-    // costs little and the last ones even out the threads' speeds, yet enough groups that a
-    // stripe's activations are reused from L1 (packed_layout.h) across most of them.
-    constexpr int64_t kPieceBytes = 64 * 1024;
-    int64_t group_bytes = static_cast<int64_t>(row_size(w_.type, w_.n_cols)) * kernels::kPanelRows;
     if (packed_) {
-        const kernels::PackedLayout l = kernels::packed_layout(w_.type, w_.n_cols, w_.n_rows);
-        group_bytes = l.chunk_bytes(l.stripe_blocks);
-    }
-    const int64_t piece = std::max<int64_t>(1, kPieceBytes / group_bytes);
-    if (packed_) {
-        run_packed(i, piece);
+        run_packed(i);
         return;
     }
     if (!gemm_) {
-        row_groups_.run(i, piece, [&](int64_t g0, int64_t g1) {
+        row_groups_.run(i, piece_, [&](int64_t g0, int64_t g1) {
             const int64_t r0 = g0 * kernels::kPanelRows;
             const int64_t r1 = std::min(w_.n_rows, g1 * kernels::kPanelRows);
             if (scalar_ || !kernels::gemv_rows_simd(w_, act, r0, r1, y_)) {
@@ -233,7 +233,7 @@ void MatmulJob::run_phase(int phase, int i, int n) const {
         return;
     }
     std::byte* panel_memory = panels_ + panel_bytes_ * static_cast<std::size_t>(i);
-    row_groups_.run(i, piece, [&](int64_t p0, int64_t p1) { run_panels(p0, p1, panel_memory); });
+    row_groups_.run(i, piece_, [&](int64_t p0, int64_t p1) { run_panels(p0, p1, panel_memory); });
 }
 
 void MatmulJob::run_panels(int64_t p0, int64_t p1, std::byte* panel_memory) const {
@@ -282,18 +282,18 @@ void MatmulJob::run_panels(int64_t p0, int64_t p1, std::byte* panel_memory) cons
     }
 }
 
-void MatmulJob::run_packed(int i, int64_t piece) const {
+void MatmulJob::run_packed(int i) const {
     const kernels::IntActivations ia =
         kernels::int_activations_at(int_act_data_, w_.type, w_.n_cols, n_tokens_);
     if (!packed_panels_) {
-        row_groups_.run(i, piece, [&](int64_t g0, int64_t g1) {
+        row_groups_.run(i, piece_, [&](int64_t g0, int64_t g1) {
             kernels::packed_matmul_simd(w_, g0, g1, ia, n_tokens_, y_);
         });
         return;
     }
     const kernels::IntPanel panel = kernels::int_panel_at(
         panels_ + panel_bytes_ * static_cast<std::size_t>(i), w_.type, w_.n_cols);
-    row_groups_.run(i, piece, [&](int64_t g0, int64_t g1) {
+    row_groups_.run(i, piece_, [&](int64_t g0, int64_t g1) {
         for (int64_t g = g0; g < g1; ++g) {
             const int64_t row0 = g * kernels::kPackedRows;
             const int valid =

@@ -105,7 +105,7 @@ class MatmulJob {
     void run_phase(int phase, int i, int n) const;
 
   private:
-    void run_packed(int i, int64_t piece) const;  // phase 1 on interleaved weights
+    void run_packed(int i) const;  // phase 1 on interleaved weights
     // Phase 1 of the GEMM on the file's layout: panels [p0, p1), panel_memory the thread's own.
     void run_panels(int64_t p0, int64_t p1, std::byte* panel_memory) const;
 
@@ -127,8 +127,10 @@ class MatmulJob {
     std::byte* act_data_ = nullptr;
     std::byte* int_act_data_ = nullptr;
     std::byte* panels_ = nullptr;
-    // Phase 1's groups of kPanelRows rows, balanced among the threads as they go.
+    // Phase 1's groups of kPanelRows rows, balanced among the threads as they go, piece_ of
+    // them at a time.
     mutable WorkRanges row_groups_;
+    int64_t piece_ = 1;
 };
 
 }  // namespace minfer
