@@ -39,7 +39,11 @@ const std::array<uint16_t, 65536>& gelu_table() {
 
 void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps) {
     double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+    if (kernel_path() == KernelPath::kBest) {
+        sum = kernels::sum_of_squares_simd(x, n);
+    } else {
+        for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
+    }
     const float mean = static_cast<float>(sum / static_cast<double>(n));
     const float scale = 1.0f / std::sqrt(mean + eps);
     if (weight) {
@@ -117,6 +121,14 @@ double logsumexp(const float* x, int64_t n) {
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(x[i]) - max);
     return static_cast<double>(max) + std::log(sum);
+}
+
+int64_t first_above(const float* x, int64_t n, float threshold) {
+    if (kernel_path() == KernelPath::kBest) return kernels::first_above_simd(x, n, threshold);
+    for (int64_t i = 0; i < n; ++i) {
+        if (x[i] > threshold) return i;
+    }
+    return n;
 }
 
 void silu(const float* x, float* y, int64_t n) {

@@ -13,7 +13,8 @@
 namespace minfer {
 
 // y = x * 1 / sqrt(mean(x^2) + eps) (* weight[i] when weight is not null). The sum of squares of
-// f32 products is accumulated in double, as ggml does. y may alias x.
+// f32 products is accumulated in double, as ggml does (in several double lanes with SIMD: only
+// the order of the double additions differs). y may alias x.
 void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
 
 struct RopeConfig {
@@ -42,6 +43,10 @@ void softmax(float* x, int64_t n, float scale = 1.0f, const float* mask = nullpt
 // log(sum(exp(x[i]))) over n values (vectorized: the log-probabilities of a 152k-word vocabulary
 // for every streamed token). -INFINITY when every value is.
 double logsumexp(const float* x, int64_t n);
+
+// The index of the first x[i] > threshold (a NaN never is), or n: a sampler's scan of the
+// logits for the few that beat its worst candidate so far.
+int64_t first_above(const float* x, int64_t n, float threshold);
 
 // y = x / (1 + exp(-x)). y may alias x.
 void silu(const float* x, float* y, int64_t n);

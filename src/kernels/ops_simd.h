@@ -10,5 +10,9 @@ void swiglu_simd(const float* gate, const float* up, float* out, int64_t n);
 // x[i] = exp(x[i] - shift)
 void exp_shifted_simd(float* x, int64_t n, float shift);
 double logsumexp_simd(const float* x, int64_t n);
+// sum of double(x[i] * x[i]), the products rounded to f32
+double sum_of_squares_simd(const float* x, int64_t n);
+// the index of the first x[i] > threshold, or n
+int64_t first_above_simd(const float* x, int64_t n, float threshold);
 
 }  // namespace minfer::kernels

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "kernels/ops.h"
 
 namespace minfer {
 
@@ -129,7 +130,13 @@ void Sampler::select_best(std::span<const float> logits,
     const float* x = logits.data();
     const auto raw_range = [&](int32_t from, int32_t end) {
         for (int32_t i = from; i < end; ++i) {
-            if (x[i] > worst || candidates_.size() < k) consider(i, x[i]);
+            // Once the heap is full, a vector scan skips to the next logit above the worst (the
+            // scalar test cost 127 us of a 152k vocabulary's greedy pick).
+            if (candidates_.size() == k) {
+                i += static_cast<int32_t>(first_above(x + i, end - i, worst));
+                if (i == end) break;
+            }
+            consider(i, x[i]);
         }
     };
     const auto raw_until = [&](int32_t end) {

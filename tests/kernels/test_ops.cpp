@@ -118,6 +118,40 @@ TEST_P(OpsOnPath, LogSumExp) {
     EXPECT_EQ(logsumexp(none.data(), 5), -INFINITY);
 }
 
+// Every position of a match: in the first vectors, in a block of four, in the tail; the first of
+// several; none; NaN never matches; the threshold itself does not.
+TEST_P(OpsOnPath, FirstAbove) {
+    for (const int64_t n : {0, 1, 15, 16, 63, 64, 65, 200}) {
+        std::vector<float> x(static_cast<std::size_t>(n), 1.0f);
+        EXPECT_EQ(first_above(x.data(), n, 1.0f), n) << n;
+        for (int64_t at = 0; at < n; ++at) {
+            x[at] = std::nanf("");
+            EXPECT_EQ(first_above(x.data(), n, 1.0f), n) << n << " nan at " << at;
+            x[at] = 1.5f;
+            if (at + 1 < n) x[n - 1] = 2.0f;  // a later match does not hide the first
+            EXPECT_EQ(first_above(x.data(), n, 1.0f), at) << n << " at " << at;
+            x.assign(x.size(), 1.0f);
+        }
+    }
+}
+
+// The vector path adds the double squares in another order: the f32 results stay within an ulp of
+// the sequential sum's.
+TEST_P(OpsOnPath, RmsNormAgreesWithTheSequentialSum) {
+    for (const int64_t n : {1, 17, 896, 4864}) {
+        const std::vector<float> x = random_row(n, static_cast<uint32_t>(n) + 1, 2.0f);
+        std::vector<float> y(x.size());
+        rms_norm(x.data(), nullptr, y.data(), n, 1e-6f);
+        double sum = 0.0;
+        for (const float v : x) sum += static_cast<double>(v * v);
+        const float scale =
+            1.0f / std::sqrt(static_cast<float>(sum / static_cast<double>(n)) + 1e-6f);
+        for (int64_t i = 0; i < n; ++i) {
+            EXPECT_NEAR(y[i], x[i] * scale, 2 * kF32 * std::fabs(x[i] * scale)) << n << " " << i;
+        }
+    }
+}
+
 TEST_P(OpsOnPath, SoftmaxWithMaskAndScale) {
     const int64_t n = 37;
     const std::vector<float> x = random_row(n, 3, 4.0f);
