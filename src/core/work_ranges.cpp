@@ -15,9 +15,13 @@ std::unique_ptr<WorkRanges::Share[]> WorkRanges::make_shares(int64_t count, int 
 }
 
 WorkRanges::WorkRanges(int64_t count, int n_threads)
-    : n_threads_(n_threads), shares_(make_shares(count, n_threads)) {
-    for (int i = 0; i < n_threads; ++i) {
-        const int64_t begin = count * i / n_threads, end = count * (i + 1) / n_threads;
+    : count_(count), n_threads_(n_threads), shares_(make_shares(count, n_threads)) {
+    reset();
+}
+
+void WorkRanges::reset() {
+    for (int i = 0; i < n_threads_; ++i) {
+        const int64_t begin = count_ * i / n_threads_, end = count_ * (i + 1) / n_threads_;
         shares_[static_cast<std::size_t>(i)].range.store(pack(begin, end),
                                                          std::memory_order_relaxed);
     }

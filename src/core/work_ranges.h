@@ -21,6 +21,9 @@ class WorkRanges {
     // count < 2^32 items, n_threads >= 1; thread i's share is [count * i / n, count * (i + 1) / n).
     WorkRanges(int64_t count, int n_threads);
 
+    // Every share back to its start, for another run over the same items (not during a run).
+    void reset();
+
     // Called by every thread i of the n_threads: calls fn(begin, end) on pieces of the work until
     // none is left anywhere. Pieces of thread i's own share hold up to `chunk` items (>= 1) and
     // come in order. (A thread index past n_threads only takes from the others: every item is
@@ -50,6 +53,7 @@ class WorkRanges {
     bool take_front(int thread, int64_t chunk, int64_t& begin, int64_t& end);
     bool steal(int thread, int64_t& begin, int64_t& end);
 
+    int64_t count_;
     int n_threads_;
     std::unique_ptr<Share[]> shares_;
 };

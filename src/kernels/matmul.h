@@ -104,6 +104,10 @@ class MatmulJob {
     // barrier) for phase 1.
     void run_phase(int phase, int i, int n) const;
 
+    // Ready to run again on the same (rewritten) input: the next forward pass of the same shape
+    // reuses the job instead of making it anew (not during a run).
+    void rearm() { row_groups_.reset(); }
+
   private:
     void run_packed(int i) const;  // phase 1 on interleaved weights
     // Phase 1 of the GEMM on the file's layout: panels [p0, p1), panel_memory the thread's own.

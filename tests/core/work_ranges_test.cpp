@@ -95,6 +95,26 @@ TEST(WorkRanges, APoolOfOtherSizeStillDoesEveryItemOnce) {
     }
 }
 
+// A reset hands every item out once more, each thread's share again from its start.
+TEST(WorkRanges, ResetRunsTheSameItemsAgain) {
+    WorkRanges ranges(10, 2);
+    ThreadPool pool(2);
+    for (int round = 1; round <= 3; ++round) {
+        std::vector<std::atomic<int>> seen(10);
+        pool.run([&](int thread, int) {
+            ranges.run(thread, 2, [&](int64_t begin, int64_t end) {
+                for (int64_t i = begin; i < end; ++i) seen[static_cast<std::size_t>(i)]++;
+            });
+        });
+        for (const auto& s : seen) EXPECT_EQ(s.load(), 1) << "round " << round;
+        // Run out: nothing is left until the reset.
+        pool.run([&](int thread, int) {
+            ranges.run(thread, 2, [&](int64_t, int64_t) { ADD_FAILURE() << "an item twice"; });
+        });
+        ranges.reset();
+    }
+}
+
 TEST(WorkRanges, RefusesWhatItCannotHold) {
     EXPECT_THROW(WorkRanges(-1, 2), UsageError);
     EXPECT_THROW(WorkRanges(int64_t{1} << 32, 2), UsageError);
