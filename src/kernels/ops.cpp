@@ -35,6 +35,16 @@ const std::array<uint16_t, 65536>& gelu_table() {
     return *table;
 }
 
+// The same table widened to f32, for the vector lookups (256 KiB).
+const std::vector<float>& gelu_table_f32() {
+    static const std::vector<float> table = [] {
+        std::vector<float> t(65536);
+        for (std::size_t i = 0; i < t.size(); ++i) t[i] = f16_to_f32(gelu_table()[i]);
+        return t;
+    }();
+    return table;
+}
+
 }  // namespace
 
 void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps) {
@@ -137,6 +147,10 @@ void silu(const float* x, float* y, int64_t n) {
 }
 
 void gelu(const float* x, float* y, int64_t n) {
+    if (kernel_path() == KernelPath::kBest &&
+        kernels::gelu_table_simd(x, y, n, gelu_table_f32().data())) {
+        return;
+    }
     const auto& table = gelu_table();
     for (int64_t i = 0; i < n; ++i) {
         const float v = x[i];

@@ -1,5 +1,5 @@
-// The exp-heavy ops (silu, swiglu, softmax's exponentials), rms_norm's sum of squares and the
-// sampler's scan, compiled once per target. silu and swiglu compute as ggml does: its vectorized
+// The exp-heavy ops (silu, swiglu, softmax's exponentials), gelu's table lookups, rms_norm's sum
+// of squares and the sampler's scan, compiled once per target. silu and swiglu compute as ggml does: its vectorized
 // expf on whole vectors, the C library's on the rest; the standalone softmax uses Highway's exp
 // (at most 1 ulp from std::exp). During prefill these run over every feed-forward activation, so
 // scalar exp would cost a third as much as the matmuls.
@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/half.h"
 #include "kernels/ops_simd.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -128,6 +129,38 @@ int64_t FirstAbove(const float* x, int64_t n, float threshold) {
     return n;
 }
 
+// gelu(x) looked up in ggml's table as ops.cpp's gelu() does, 16 values at a time: 0 from -10
+// down, x from 10 up, else table[f16(x)] (the table of every half's gelu, widened to f32). Only
+// where the f32 -> f16 conversion is the hardware's (F16C: round to nearest even, as
+// f32_to_f16); Highway emulates it elsewhere by truncating, so those targets return false.
+bool GeluTableRow(const float* x, float* y, int64_t n, const float* table) {
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+    const hn::ScalableTag<float> d;
+    const hn::Rebind<hwy::float16_t, decltype(d)> dh;
+    const hn::Rebind<uint16_t, decltype(d)> du16;
+    const hn::RebindToUnsigned<decltype(d)> du;
+    const hn::RebindToSigned<decltype(d)> di;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+    const auto low = hn::Set(d, -10.0f), high = hn::Set(d, 10.0f);
+    int64_t i = 0;
+    for (; i + N <= n; i += N) {
+        const auto v = hn::LoadU(d, x + i);
+        const auto half_bits = hn::PromoteTo(du, hn::BitCast(du16, hn::DemoteTo(dh, v)));
+        auto g = hn::GatherIndex(d, table, hn::BitCast(di, half_bits));
+        g = hn::IfThenZeroElse(hn::Le(v, low), g);
+        hn::StoreU(hn::IfThenElse(hn::Ge(v, high), v, g), d, y + i);
+    }
+    for (; i < n; ++i) {
+        const float v = x[i];
+        y[i] = v <= -10.0f ? 0.0f : v >= 10.0f ? v : table[f32_to_f16(v)];
+    }
+    return true;
+#else
+    (void)x, (void)y, (void)n, (void)table;
+    return false;
+#endif
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace minfer::kernels
 HWY_AFTER_NAMESPACE();
@@ -141,6 +174,7 @@ HWY_EXPORT(ExpShifted);
 HWY_EXPORT(LogSumExp);
 HWY_EXPORT(SumOfSquares);
 HWY_EXPORT(FirstAbove);
+HWY_EXPORT(GeluTableRow);
 
 void silu_simd(const float* x, float* y, int64_t n) {
     HWY_DYNAMIC_DISPATCH(SiluRow)(x, y, n);
@@ -159,6 +193,9 @@ double sum_of_squares_simd(const float* x, int64_t n) {
 }
 int64_t first_above_simd(const float* x, int64_t n, float threshold) {
     return HWY_DYNAMIC_DISPATCH(FirstAbove)(x, n, threshold);
+}
+bool gelu_table_simd(const float* x, float* y, int64_t n, const float* table) {
+    return HWY_DYNAMIC_DISPATCH(GeluTableRow)(x, y, n, table);
 }
 
 }  // namespace minfer::kernels

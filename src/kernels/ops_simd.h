@@ -12,6 +12,8 @@ void exp_shifted_simd(float* x, int64_t n, float shift);
 double logsumexp_simd(const float* x, int64_t n);
 // sum of double(x[i] * x[i]), the products rounded to f32
 double sum_of_squares_simd(const float* x, int64_t n);
+// gelu through the f32 table of every half's gelu; false (nothing done) without F16C
+bool gelu_table_simd(const float* x, float* y, int64_t n, const float* table);
 // the index of the first x[i] > threshold, or n
 int64_t first_above_simd(const float* x, int64_t n, float threshold);
 

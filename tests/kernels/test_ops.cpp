@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -216,6 +217,25 @@ INSTANTIATE_TEST_SUITE_P(Paths, OpsOnPath,
                          [](const auto& param_info) {
                              return param_info.param == KernelPath::kBest ? "simd" : "scalar";
                          });
+
+// The vector lookups of gelu's table (F16C rounding, gathers) give the scalar lookups' bits: a
+// sweep over [-12, 12] across both cut-offs, the halves' rounding ties, subnormals and signed zero.
+TEST(Ops, GeluVectorPathGivesTheTablesBits) {
+    std::vector<float> x;
+    for (int i = -120000; i <= 120000; ++i) x.push_back(static_cast<float>(i) * 1e-4f);
+    for (const float v : {-10.0f, 10.0f, -0.0f, 1e-8f, -3e-5f, 6.1035156e-05f, 1.00048828125f,
+                          9.99f, -9.99f, 65504.0f, -1e30f})
+        x.push_back(v);
+    std::vector<float> simd(x.size()), scalar(x.size());
+    gelu(x.data(), simd.data(), static_cast<int64_t>(x.size()));
+    set_kernel_path(KernelPath::kScalar);
+    gelu(x.data(), scalar.data(), static_cast<int64_t>(x.size()));
+    set_kernel_path(KernelPath::kBest);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(simd[i]), std::bit_cast<uint32_t>(scalar[i]))
+            << "gelu(" << x[i] << ")";
+    }
+}
 
 TEST(Ops, AddAndMul) {
     const std::vector<float> a = random_row(333, 1), b = random_row(333, 2);
