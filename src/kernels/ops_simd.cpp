@@ -1,8 +1,8 @@
 // The exp-heavy ops (silu, swiglu, softmax's exponentials), gelu's table lookups, rms_norm's sum
-// of squares and the sampler's scan, compiled once per target. silu and swiglu compute as ggml does: its vectorized
-// expf on whole vectors, the C library's on the rest; the standalone softmax uses Highway's exp
-// (at most 1 ulp from std::exp). During prefill these run over every feed-forward activation, so
-// scalar exp would cost a third as much as the matmuls.
+// of squares and the sampler's scan, compiled once per target. silu and swiglu compute as ggml
+// does: its vectorized expf on whole vectors, the C library's on the rest; the standalone softmax
+// uses Highway's exp (at most 1 ulp from std::exp). During prefill these run over every
+// feed-forward activation, so scalar exp would cost a third as much as the matmuls.
 
 #include <cmath>
 #include <cstdint>
@@ -115,8 +115,8 @@ int64_t FirstAbove(const float* x, int64_t n, float threshold) {
     for (; i + 4 * N <= n; i += 4 * N) {
         // Four vectors a test: a sampler's threshold rejects almost every logit.
         const auto m01 = hn::Or(hn::Gt(hn::LoadU(d, x + i), t), hn::Gt(hn::LoadU(d, x + i + N), t));
-        const auto m23 = hn::Or(hn::Gt(hn::LoadU(d, x + i + 2 * N), t),
-                                hn::Gt(hn::LoadU(d, x + i + 3 * N), t));
+        const auto m23 =
+            hn::Or(hn::Gt(hn::LoadU(d, x + i + 2 * N), t), hn::Gt(hn::LoadU(d, x + i + 3 * N), t));
         if (!hn::AllFalse(d, hn::Or(m01, m23))) break;
     }
     for (; i + N <= n; i += N) {

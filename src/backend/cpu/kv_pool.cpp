@@ -1,5 +1,6 @@
 #include "backend/cpu/kv_pool.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/half.h"
@@ -8,6 +9,11 @@
 #include "kernels/vector_ops.h"
 
 namespace minfer {
+namespace {
+
+constexpr int64_t kMaxConvertedK = 256;  // values of a K head converted at once (on the stack)
+
+}  // namespace
 
 CpuKvPool::CpuKvPool(const KvCacheSpec& spec) : spec_(spec) {
     spec_.check();
@@ -24,7 +30,8 @@ CpuKvPool::CpuKvPool(const KvCacheSpec& spec) : spec_(spec) {
         } else {
             const std::size_t element = spec_.type == GgmlType::F16 ? 2 : 4;
             l.k_tile_bytes = positions * static_cast<std::size_t>(s.head_dim_k) * element;
-            l.head_bytes = l.k_tile_bytes + positions * static_cast<std::size_t>(s.head_dim_v) * element;
+            l.head_bytes =
+                l.k_tile_bytes + positions * static_cast<std::size_t>(s.head_dim_v) * element;
             l.block_bytes = static_cast<std::size_t>(s.n_head_kv) * l.head_bytes;
         }
         bytes_ += l.block_bytes * static_cast<std::size_t>(spec_.n_blocks);
@@ -52,10 +59,12 @@ void CpuKvPool::store(int layer, int64_t slot, const float* k, const float* v) {
     const Layer& l = layers_[static_cast<std::size_t>(layer)];
     const KvLayerShape& s = l.shape;
     if (spec_.type == GgmlType::Q8_0) {
-        quantize_activations_q8_0(k, reinterpret_cast<block_q8_0*>(const_cast<std::byte*>(k_row(layer, slot))),
-                                  s.n_head_kv * s.head_dim_k);
-        quantize_activations_q8_0(v, reinterpret_cast<block_q8_0*>(const_cast<std::byte*>(v_row(layer, slot))),
-                                  s.n_head_kv * s.head_dim_v);
+        quantize_activations_q8_0(
+            k, reinterpret_cast<block_q8_0*>(const_cast<std::byte*>(k_row(layer, slot))),
+            s.n_head_kv * s.head_dim_k);
+        quantize_activations_q8_0(
+            v, reinterpret_cast<block_q8_0*>(const_cast<std::byte*>(v_row(layer, slot))),
+            s.n_head_kv * s.head_dim_v);
         return;
     }
     const auto block = static_cast<int32_t>(slot / spec_.block_size);
@@ -65,10 +74,18 @@ void CpuKvPool::store(int layer, int64_t slot, const float* k, const float* v) {
         const float* kh = k + h * s.head_dim_k;
         const float* vh = v + h * s.head_dim_v;
         if (spec_.type == GgmlType::F16) {
+            // The K tile is [head_dim][block_size]: this position's values go one per row. They
+            // are converted together first (vector f16 conversion) and then scattered.
+            uint16_t converted[kMaxConvertedK];
             auto* kt = reinterpret_cast<uint16_t*>(head) + lane;
-            for (int64_t d = 0; d < s.head_dim_k; ++d) kt[d * spec_.block_size] = f32_to_f16(kh[d]);
-            convert_f32_to_f16(vh, reinterpret_cast<uint16_t*>(head + l.k_tile_bytes) + lane * s.head_dim_v,
-                               s.head_dim_v);
+            for (int64_t d0 = 0; d0 < s.head_dim_k; d0 += kMaxConvertedK) {
+                const int64_t n = std::min<int64_t>(kMaxConvertedK, s.head_dim_k - d0);
+                convert_f32_to_f16(kh + d0, converted, n);
+                for (int64_t d = 0; d < n; ++d) kt[(d0 + d) * spec_.block_size] = converted[d];
+            }
+            convert_f32_to_f16(
+                vh, reinterpret_cast<uint16_t*>(head + l.k_tile_bytes) + lane * s.head_dim_v,
+                s.head_dim_v);
         } else {
             auto* kt = reinterpret_cast<float*>(head) + lane;
             for (int64_t d = 0; d < s.head_dim_k; ++d) kt[d * spec_.block_size] = kh[d];
