@@ -229,14 +229,8 @@ class CpuBackend final : public Backend {
         bool operator==(const PlanKey&) const = default;
     };
     static PlanKey plan_key(const Op& op) {
-        return {op.type,
-                op.weight != nullptr ? op.weight->data.data() : nullptr,
-                op.rows,
-                op.width,
-                op.attn.n_head_kv,
-                op.src0,
-                op.src1,
-                op.dst};
+        const std::byte* weight = op.weight != nullptr ? op.weight->data.data() : nullptr;
+        return {op.type, weight, op.rows, op.width, op.attn.n_head_kv, op.src0, op.src1, op.dst};
     }
 
     // True if the jobs planned last fit g as they are. Expert matmuls are always planned anew
