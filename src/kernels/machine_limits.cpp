@@ -78,22 +78,32 @@ ReadBandwidthProbe::ReadBandwidthProbe(ThreadPool& pool, std::size_t bytes)
 
 ReadBandwidthProbe::~ReadBandwidthProbe() = default;
 
-double ReadBandwidthProbe::measure(int passes) {
-    const auto* buffer = reinterpret_cast<const float*>(memory_.data());
-    const auto n = static_cast<int64_t>(memory_.size() / sizeof(float));
+double ReadBandwidthProbe::read(std::size_t begin, std::size_t bytes) {
+    const auto* buffer = reinterpret_cast<const float*>(memory_.data() + begin);
+    const auto n = static_cast<int64_t>(bytes / sizeof(float));
     std::atomic<float> sink{0.0f};
+    const auto start = std::chrono::steady_clock::now();
+    pool_.run([&](int thread, int n_threads) {
+        const int64_t from = n * thread / n_threads, to = n * (thread + 1) / n_threads;
+        const float s = HWY_DYNAMIC_DISPATCH(SumFloats)(buffer + from, to - from);
+        sink.store(s, std::memory_order_relaxed);
+    });
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    return static_cast<double>(bytes) / took.count();
+}
+
+double ReadBandwidthProbe::measure(int passes) {
     double best = 0;
-    for (int pass = 0; pass < passes; ++pass) {
-        const auto start = std::chrono::steady_clock::now();
-        pool_.run([&](int thread, int n_threads) {
-            const int64_t begin = n * thread / n_threads, end = n * (thread + 1) / n_threads;
-            const float s = HWY_DYNAMIC_DISPATCH(SumFloats)(buffer + begin, end - begin);
-            sink.store(s, std::memory_order_relaxed);
-        });
-        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-        best = std::max(best, static_cast<double>(memory_.size()) / took.count());
-    }
+    for (int pass = 0; pass < passes; ++pass) best = std::max(best, read(0, memory_.size()));
     return best;
+}
+
+double ReadBandwidthProbe::measure_slice(std::size_t bytes) {
+    bytes = std::min(bytes, memory_.size()) / 64 * 64;
+    if (next_slice_ + bytes > memory_.size()) next_slice_ = 0;
+    const double rate = read(next_slice_, bytes);
+    next_slice_ += bytes;
+    return rate;
 }
 
 double measure_peak_fma_flops(ThreadPool& pool) {

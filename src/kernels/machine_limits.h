@@ -20,11 +20,19 @@ class ReadBandwidthProbe {
 
     // Bytes per second reading the whole buffer once per pass, best of `passes`.
     double measure(int passes = 3);
+    // Bytes per second reading the next `bytes` of the buffer once (the slices go round the
+    // buffer, so that one never finds the last in the caches): a short sample taken between
+    // the steps of what it is compared with (up to the buffer's size).
+    double measure_slice(std::size_t bytes);
     std::size_t bytes() const { return memory_.size(); }
 
   private:
+    // Bytes per second of one read of [begin, begin + bytes) by the pool's threads.
+    double read(std::size_t begin, std::size_t bytes);
+
     ThreadPool& pool_;
     HugePageMemory memory_;
+    std::size_t next_slice_ = 0;  // byte offset of the next slice
 };
 
 // f32 floating-point operations per second (an FMA counts as two) on every thread of the pool.

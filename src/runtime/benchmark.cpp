@@ -65,7 +65,8 @@ BenchRun time_prompt(Engine& engine, const BenchTest& t, std::mt19937& rng) {
     return BenchRun{ns, 0};
 }
 
-BenchRun time_generation(Engine& engine, const BenchTest& t, std::mt19937& rng) {
+BenchRun time_generation(Engine& engine, const BenchTest& t, std::mt19937& rng,
+                         const std::function<void(int64_t)>& after_step) {
     const int64_t n_vocab = engine.model().hparams().n_vocab;
     std::vector<SeqId> ids;
     for (int64_t i = 0; i < t.n_parallel; ++i) {
@@ -77,13 +78,14 @@ BenchRun time_generation(Engine& engine, const BenchTest& t, std::mt19937& rng) 
         ids.push_back(engine.submit(std::move(p)));
     }
     run_until(engine, ids, true);
-    const auto start = Clock::now();
-    double bytes = 0;
+    double ns = 0, bytes = 0;
     for (int64_t step = 0; step < t.n_gen; ++step) {
+        const auto start = Clock::now();
         engine.step();
+        ns += std::chrono::duration<double, std::nano>(Clock::now() - start).count();
         bytes += static_cast<double>(engine.backend().weight_bytes_read());
+        if (after_step) after_step(step);
     }
-    const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
     for (SeqId id : ids) engine.cancel(id);
     run_until(engine, ids, false);
     for (SeqId id : ids) engine.release(id);
@@ -103,8 +105,10 @@ int64_t bench_positions(const BenchTest& t) {
     return std::max<int64_t>(1, t.n_depth + t.n_prompt) + 2 * t.n_gen + t.n_depth + t.n_prompt + 2;
 }
 
-BenchRun run_bench_test(Engine& engine, const BenchTest& test, std::mt19937& rng) {
-    return test.n_gen > 0 ? time_generation(engine, test, rng) : time_prompt(engine, test, rng);
+BenchRun run_bench_test(Engine& engine, const BenchTest& test, std::mt19937& rng,
+                        const std::function<void(int64_t)>& after_step) {
+    return test.n_gen > 0 ? time_generation(engine, test, rng, after_step)
+                          : time_prompt(engine, test, rng);
 }
 
 }  // namespace minfer

@@ -5,6 +5,7 @@
 // repetition, so the prefix cache cannot help.
 
 #include <cstdint>
+#include <functional>
 #include <random>
 
 #include "engine/engine.h"
@@ -30,7 +31,10 @@ struct BenchRun {
 //  pp: evaluating n_prompt tokens (in chunks of the engine's batch) after n_depth cached ones;
 //  tg: n_gen forward passes of one token for each of n_parallel sequences, once every sequence
 //      has evaluated its n_depth + n_prompt prompt tokens (at least one) and sampled.
-BenchRun run_bench_test(Engine& engine, const BenchTest& test, std::mt19937& rng);
+// tg: after_step(step) is called after each measured step (0 .. n_gen - 1), outside the
+// measured time (bench samples the memory bandwidth there, beside the steps it compares with).
+BenchRun run_bench_test(Engine& engine, const BenchTest& test, std::mt19937& rng,
+                        const std::function<void(int64_t step)>& after_step = {});
 
 // Tokens the measured part evaluates (for tokens/s): n_prompt, or n_gen x n_parallel.
 int64_t bench_tokens(const BenchTest& test);
