@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "core/huge_page_memory.h"
+#include "core/work_ranges.h"
 #include "kernels/machine_limits.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -80,12 +81,20 @@ ReadBandwidthProbe::~ReadBandwidthProbe() = default;
 
 double ReadBandwidthProbe::read(std::size_t begin, std::size_t bytes) {
     const auto* buffer = reinterpret_cast<const float*>(memory_.data() + begin);
+    // Pieces of 256 KiB shared out as the decode's matmuls share their rows (core/work_ranges.h):
+    // the vCPUs do not read at the same rate from one moment to the next, and a fixed half each
+    // would measure twice the slower one.
+    constexpr int64_t kPieceFloats = (int64_t{256} << 10) / sizeof(float);
     const auto n = static_cast<int64_t>(bytes / sizeof(float));
+    WorkRanges pieces((n + kPieceFloats - 1) / kPieceFloats, pool_.size());
     std::atomic<float> sink{0.0f};
     const auto start = std::chrono::steady_clock::now();
-    pool_.run([&](int thread, int n_threads) {
-        const int64_t from = n * thread / n_threads, to = n * (thread + 1) / n_threads;
-        const float s = HWY_DYNAMIC_DISPATCH(SumFloats)(buffer + from, to - from);
+    pool_.run([&](int thread, int) {
+        float s = 0.0f;
+        pieces.run(thread, 1, [&](int64_t p0, int64_t p1) {
+            const int64_t from = p0 * kPieceFloats, to = std::min(n, p1 * kPieceFloats);
+            s += HWY_DYNAMIC_DISPATCH(SumFloats)(buffer + from, to - from);
+        });
         sink.store(s, std::memory_order_relaxed);
     });
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
