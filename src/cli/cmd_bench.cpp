@@ -425,22 +425,27 @@ void add_bench_command(CLI::App& app) {
                     // The bandwidth is sampled between the decode steps (every 16th and the last;
                     // not timed): this machine's moves within seconds, and a figure read before
                     // or after the steps compares them with another moment.
-                    double bandwidth_sum = 0;
+                    // Their bytes over their time, as the steps' rate is: a sample the host
+                    // stalled weighs by its time, not as one rate among eight.
+                    double sampled_seconds = 0;
                     int bandwidth_samples = 0;
                     const auto sample = [&](int64_t step) {
                         if (!probe || (step % kStepsPerSample != kStepsPerSample - 1 &&
                                        step != t.n_gen - 1)) {
                             return;
                         }
-                        bandwidth_sum += probe->measure_slice(kSampleBytes);
+                        sampled_seconds +=
+                            static_cast<double>(kSampleBytes) / probe->measure_slice(kSampleBytes);
                         ++bandwidth_samples;
                     };
                     const BenchRun run = run_bench_test(engine, t, rng, sample);
                     r.samples_ns.push_back(run.ns);
                     r.samples_ts.push_back(static_cast<double>(bench_tokens(t)) * 1e9 / run.ns);
                     r.samples_bytes.push_back(run.weight_bytes_per_step);
-                    if (bandwidth_samples > 0)
-                        r.samples_bandwidth.push_back(bandwidth_sum / bandwidth_samples);
+                    if (bandwidth_samples > 0) {
+                        r.samples_bandwidth.push_back(static_cast<double>(kSampleBytes) *
+                                                      bandwidth_samples / sampled_seconds);
+                    }
                 }
                 results.push_back(std::move(r));
             }
