@@ -1,10 +1,8 @@
 #include "kernels/ops.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #include "core/error.h"
@@ -23,23 +21,14 @@ float gelu_f32(float x) {
     return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x)));
 }
 
-// gelu of every half, stored as a half: ggml's table.
-const std::array<uint16_t, 65536>& gelu_table() {
-    static const auto table = [] {
-        auto t = std::make_unique<std::array<uint16_t, 65536>>();
-        for (uint32_t i = 0; i < 65536; ++i) {
-            (*t)[i] = f32_to_f16(gelu_f32(f16_to_f32(static_cast<uint16_t>(i))));
-        }
-        return t;
-    }();
-    return *table;
-}
-
-// The same table widened to f32, for the vector lookups (256 KiB).
-const std::vector<float>& gelu_table_f32() {
+// gelu of every half, rounded to a half as ggml's table stores it, widened to f32 (exact) for the
+// lookups, scalar and vector alike (256 KiB).
+const std::vector<float>& gelu_table() {
     static const std::vector<float> table = [] {
         std::vector<float> t(65536);
-        for (std::size_t i = 0; i < t.size(); ++i) t[i] = f16_to_f32(gelu_table()[i]);
+        for (uint32_t i = 0; i < 65536; ++i) {
+            t[i] = f16_to_f32(f32_to_f16(gelu_f32(f16_to_f32(static_cast<uint16_t>(i)))));
+        }
         return t;
     }();
     return table;
@@ -147,11 +136,10 @@ void silu(const float* x, float* y, int64_t n) {
 }
 
 void gelu(const float* x, float* y, int64_t n) {
-    if (kernel_path() == KernelPath::kBest &&
-        kernels::gelu_table_simd(x, y, n, gelu_table_f32().data())) {
+    const std::vector<float>& table = gelu_table();
+    if (kernel_path() == KernelPath::kBest && kernels::gelu_table_simd(x, y, n, table.data())) {
         return;
     }
-    const auto& table = gelu_table();
     for (int64_t i = 0; i < n; ++i) {
         const float v = x[i];
         if (v <= -10.0f) {
@@ -159,7 +147,7 @@ void gelu(const float* x, float* y, int64_t n) {
         } else if (v >= 10.0f) {
             y[i] = v;
         } else {
-            y[i] = f16_to_f32(table[f32_to_f16(v)]);
+            y[i] = table[f32_to_f16(v)];
         }
     }
 }

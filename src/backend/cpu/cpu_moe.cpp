@@ -145,7 +145,7 @@ void MoeMatmul::prepare() {
 void MoeMatmul::run(int thread, int n, SpinBarrier& barrier) {
     if (thread == 0) prepare();
     barrier.arrive_and_wait();
-    if (in_place()) {
+    if (in_place_) {
         multiply(thread, n);
         return;
     }

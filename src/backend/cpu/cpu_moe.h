@@ -70,9 +70,6 @@ class MoeMatmul {
     void run(int thread, int n, SpinBarrier& barrier);
 
   private:
-    // One token's k distinct experts, none of whose inputs overlaps the outputs: each job reads
-    // and writes its slot in place (set by prepare, read after its barrier).
-    bool in_place() const { return in_place_; }
     void prepare();                    // thread 0 only
     void gather(int thread, int n);    // every thread, after prepare; not in place
     void convert(int thread, int n);   // every thread, after gather; not in place
@@ -91,6 +88,8 @@ class MoeMatmul {
     MatmulMode mode_;
     MoeWorkspace* ws_;
     const PackedWeights* packed_;
+    // One token's k distinct experts, none of whose inputs overlaps the outputs: each job reads
+    // and writes its slot in place (set by prepare, read after its barrier).
     bool in_place_ = false;
 };
 
