@@ -1,5 +1,5 @@
 // Matmul on the interleaved layout (packed_layout.h), compiled once per Highway target; AVX-512
-// only (other targets report "not available" and matmul reads the file's layout).
+// and AVX2 (other targets report "not available" and matmul reads the file's layout).
 //
 // Few tokens (decoding: 1 to 15 sequences) multiply the blocks as they are decoded, in registers
 // (PackedTile): per group of 16 rows, runs of 8, 4, 2 or 1 tokens of the activation tiles, one
@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/kernel_path.h"
 #include "kernels/matmul_internal.h"
@@ -24,6 +25,7 @@
 #include "hwy/highway.h"
 // clang-format off: the per-target headers must follow highway.h
 #include "kernels/gemm_x86_avx3-inl.h"
+#include "kernels/packed_x86_avx2-inl.h"
 #include "kernels/packed_x86_avx3-inl.h"
 // clang-format on
 
@@ -31,7 +33,7 @@ HWY_BEFORE_NAMESPACE();
 namespace minfer::kernels {
 namespace HWY_NAMESPACE {
 
-#if HWY_TARGET == HWY_AVX3
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
 
 // One group's chunk of one stripe of a packed matrix: blocks b0 .. b0 + n_blocks - 1 of its rows.
 struct PackedChunk {
@@ -51,6 +53,10 @@ PackedChunk ChunkAt(const WeightMatrix& w, const PackedLayout& l, int64_t g, int
     const auto* base = reinterpret_cast<const uint8_t*>(w.packed.data()) + l.chunk_offset(g, k);
     return {base, l, l.stripe_begin(k), l.stripe_size(k)};
 }
+
+#endif  // HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+
+#if HWY_TARGET == HWY_AVX3
 
 // T tokens of a run (slot run.slot of tile run.tile and the next T - 1, tiles of W) against every
 // block of one chunk, into acc[t] (16 rows).
@@ -208,6 +214,213 @@ void FillPanel(const PackedChunk& g, const IntPanel& panel) {
     }
 }
 
+#elif HWY_TARGET == HWY_AVX2
+
+// The AVX-512 kernels' arithmetic in halves of 8 rows (packed_x86_avx2-inl.h), exactly: the same
+// integer sums, then per row and token the same float operations in the same order, so a token's
+// outputs have the same bits as from the AVX2 GEMM on the file's layout (gemm_simd.cpp).
+//
+// AVX2 has no vpdpbusd: vpmaddubsw multiplies the unsigned codes with the signed activations
+// (|a| <= 128) in 16-bit pairs and vpmaddwd widens them. Codes of at most Tr::kMaxCode (15 for
+// 4-bit codes, 31 for 5-bit, 63 for Q6_K's) keep a pair within 2 * kMaxCode * 128, so the pairs of
+// several groups add in 16 bits before one widening (8 groups of 4-bit codes, 4 of 5-bit, 2 of
+// 6-bit): exact, and fewer instructions than widening each. Codes of kOffset 128 (up to 255) would
+// saturate: they go back to signed values (xor 0x80) and multiply as |w| x sign(a, w), a sum that
+// needs no correction.
+//
+// dot[t] = the exact dot product of one sub-block's codes v with token t's activations (act: the
+// sub-block's first group of token 0, groups W tokens apart; corr: token 0's correction).
+template <class Tr, int T, int W>
+HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int32_t* corr,
+                                 __m256i (&dot)[T]) {
+    constexpr int kGroups = Tr::kSub / 4;
+    const __m256i ones = _mm256_set1_epi16(1);
+    auto four = [&](int gi, int t) HWY_ATTR {
+        int32_t bytes;
+        std::memcpy(&bytes, act + (gi * W + t) * 4, 4);
+        return _mm256_set1_epi32(bytes);
+    };
+    for (int t = 0; t < T; ++t) {
+        // The codes are value + kOffset: start at -kOffset * sum(a) = corr / 128 * kOffset.
+        dot[t] = Tr::kOffset == 0 || Tr::kOffset == 128
+                     ? _mm256_setzero_si256()
+                     : _mm256_set1_epi32(corr[t] / 128 * Tr::kOffset);
+    }
+    if constexpr (Tr::kOffset == 128) {
+        const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+        for (int gi = 0; gi < kGroups; ++gi) {
+            const __m256i w = _mm256_xor_si256(v[gi], flip);
+            const __m256i w_abs = _mm256_abs_epi8(w);
+            for (int t = 0; t < T; ++t) {
+                const __m256i pairs = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(four(gi, t), w));
+                dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(pairs, ones));
+            }
+        }
+    } else {
+        constexpr int kPerSum = std::min(kGroups, 32767 / (2 * Tr::kMaxCode * 128));
+        static_assert(kPerSum >= 1 && kGroups % kPerSum == 0);
+        for (int g0 = 0; g0 < kGroups; g0 += kPerSum) {
+            for (int t = 0; t < T; ++t) {
+                __m256i pairs = _mm256_maddubs_epi16(v[g0], four(g0, t));
+                for (int gi = g0 + 1; gi < g0 + kPerSum; ++gi) {
+                    pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(v[gi], four(gi, t)));
+                }
+                dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(pairs, ones));
+            }
+        }
+    }
+}
+
+// T tokens (slot `slot` of activation tile `tile` and the next T - 1, tiles of W) against every
+// block of one chunk, into acc[i][t] for the halves h0 .. h0 + kHalves - 1 (8 rows each). With
+// both halves a block's units are read once, front to back; a run of 4 tokens takes one half at a
+// time (two halves' accumulators would not fit the 16 registers), the second from L1 or L2.
+template <class Tr, int T, int W, int kHalves>
+HWY_INLINE void PackedBlocksAvx2(const PackedChunk& g, const IntActivations& a, int64_t tile,
+                                 int slot, int h0, __m256 (&acc)[kHalves][T]) {
+    constexpr int kGroups = Tr::kSub / 4;
+    const int8_t* act = a.q_tile(tile) + slot * 4;
+    const int32_t* corr = a.corr + a.sub_tile(tile) + slot;
+    const float* da = a.d + a.block_tile(tile) + slot;
+    const int32_t* bsum = Tr::kMin ? a.bsum + a.pair_tile(tile) + slot : nullptr;
+    for (int64_t local = 0; local < g.n_blocks; ++local) {
+        const int64_t b = g.b0 + local;  // of the row: the activations' block
+        const uint8_t* pa = g.codes(local);
+        const uint8_t* pd = g.d(local);
+        for (int i = 0; i < kHalves; ++i) {
+            const int h = h0 + i;
+            const typename Tr::Head head = Tr::Decode(pa, pd, h);
+            __m256i isum[T];
+            for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
+            Tr::ForEachSub(pa, head, h, [&](int s, const __m256i* v) HWY_ATTR {
+                const int64_t as = b * Tr::kSubs + s;  // sub-block of the activation row
+                __m256i dot[T];
+                SubBlockDotsAvx2<Tr, T, W>(v, act + as * kGroups * W * 4, corr + as * W, dot);
+                for (int t = 0; t < T; ++t) {
+                    if constexpr (Tr::kSubs == 1) {
+                        isum[t] = dot[t];
+                    } else {
+                        isum[t] =
+                            _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], head.scale[s]));
+                    }
+                }
+            });
+            // The float operations of the panel kernels, per row and token.
+            if constexpr (Tr::kSubs == 1 || !Tr::kMin) {
+                for (int t = 0; t < T; ++t) {
+                    const __m256 sd = _mm256_mul_ps(head.d, _mm256_set1_ps(da[b * W + t]));
+                    acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), sd, acc[i][t]);
+                }
+            } else {
+                for (int t = 0; t < T; ++t) {
+                    __m256i msum = _mm256_setzero_si256();
+                    for (int j = 0; j < Tr::kSubs / 2; ++j) {
+                        const int32_t pair = bsum[(b * (Tr::kSubs / 2) + j) * W + t];
+                        msum = _mm256_add_epi32(
+                            msum, _mm256_madd_epi16(head.mins[j], _mm256_set1_epi32(pair)));
+                    }
+                    const __m256 block =
+                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), head.neg_dmin,
+                                        _mm256_mul_ps(_mm256_cvtepi32_ps(isum[t]), head.d));
+                    acc[i][t] = _mm256_fmadd_ps(block, _mm256_set1_ps(da[b * W + t]), acc[i][t]);
+                }
+            }
+        }
+    }
+}
+
+// T tokens from token t0 (tiles of W) against one chunk, halves h0 .. h0 + kHalves - 1, stored to
+// y[(t0 + t) * y_stride + r] for the group's valid rows. A chunk after a row's first continues the
+// sums the previous one stored (as the AVX-512 PackedTile).
+template <class Tr, int T, int W, int kHalves>
+void PackedTileAvx2(const PackedChunk& g, const IntActivations& a, int64_t t0, float* y,
+                    int64_t y_stride, int valid_rows, int h0) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i rows[kHalves];
+    __m256 acc[kHalves][T];
+    for (int i = 0; i < kHalves; ++i) {
+        const int r0 = 8 * (h0 + i);
+        rows[i] = _mm256_cmpgt_epi32(_mm256_set1_epi32(valid_rows - r0), lane);
+        for (int t = 0; t < T; ++t) {
+            acc[i][t] = g.b0 == 0 ? _mm256_setzero_ps()
+                                  : _mm256_maskload_ps(y + (t0 + t) * y_stride + r0, rows[i]);
+        }
+    }
+    PackedBlocksAvx2<Tr, T, W, kHalves>(g, a, t0 / W, static_cast<int>(t0 % W), h0, acc);
+    for (int i = 0; i < kHalves; ++i) {
+        for (int t = 0; t < T; ++t) {
+            _mm256_maskstore_ps(y + (t0 + t) * y_stride + 8 * (h0 + i), rows[i], acc[i][t]);
+        }
+    }
+}
+
+// Groups [g0, g1), stripe by stripe (packed_layout.h: the activations of a stripe stay in L1).
+template <class Tr>
+void PackedGroupsAvx2(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int64_t g1,
+                      const IntActivations& a, int64_t n_tokens, float* y) {
+    for (int64_t k = 0; k < l.n_stripes(); ++k) {
+        for (int64_t gi = g0; gi < g1; ++gi) {
+            const PackedChunk g = ChunkAt(w, l, gi, k);
+            const int64_t row0 = gi * kPackedRows;
+            const int valid = static_cast<int>(std::min<int64_t>(kPackedRows, w.n_rows - row0));
+            float* yg = y + row0;
+            if (a.width == 1) {  // one token, dense activations
+                PackedTileAvx2<Tr, 1, 1, 2>(g, a, 0, yg, w.n_rows, valid, 0);
+                continue;
+            }
+            int64_t t = 0;
+            for (; t + 4 <= n_tokens; t += 4) {
+                PackedTileAvx2<Tr, 4, kTokenTile, 1>(g, a, t, yg, w.n_rows, valid, 0);
+                PackedTileAvx2<Tr, 4, kTokenTile, 1>(g, a, t, yg, w.n_rows, valid, 1);
+            }
+            if (t + 2 <= n_tokens) {
+                PackedTileAvx2<Tr, 2, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
+                t += 2;
+            }
+            if (t < n_tokens) PackedTileAvx2<Tr, 1, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
+        }
+    }
+}
+
+// One chunk decoded into its blocks of a GEMM panel, half by half, exactly as the AVX-512
+// FillPanel (codes + 128 - kOffset, the panel's scales).
+template <class Tr>
+void FillPanelAvx2(const PackedChunk& g, const IntPanel& panel) {
+    constexpr int kGroups = Tr::kSub / 4;
+    const IntPanel p = panel;  // local: the stores would make the compiler reload its fields
+    const __m256i bias = _mm256_set1_epi8(static_cast<char>(128 - Tr::kOffset));
+    auto store = [](auto* to, __m256i v)
+                     HWY_ATTR { _mm256_store_si256(reinterpret_cast<__m256i*>(to), v); };
+    for (int64_t local = 0; local < g.n_blocks; ++local) {
+        const int64_t b = g.b0 + local;  // of the row: the panel's block
+        const uint8_t* pa = g.codes(local);
+        for (int h = 0; h < 2; ++h) {
+            const typename Tr::Head head = Tr::Decode(pa, g.d(local), h);
+            Tr::ForEachSub(pa, head, h, [&](int s, const __m256i* v) HWY_ATTR {
+                for (int gi = 0; gi < kGroups; ++gi) {
+                    const int64_t group = b * (Tr::kBlockValues / 4) + s * kGroups + gi;
+                    store(p.q + group * kPanelRows * 4 + 32 * h,
+                          Tr::kOffset == 128 ? v[gi] : _mm256_add_epi8(v[gi], bias));
+                }
+                if constexpr (Tr::kSubs > 1) {
+                    store(p.scale + (b * Tr::kSubs + s) * kPanelRows + 8 * h, head.scale[s]);
+                }
+            });
+            _mm256_store_ps(p.d + b * kPanelRows + 8 * h, head.d);
+            if constexpr (Tr::kMin) {
+                _mm256_store_ps(p.min_scale + b * kPanelRows + 8 * h, head.neg_dmin);
+                for (int j = 0; j < Tr::kSubs / 2; ++j) {
+                    store(p.mins + (b * (Tr::kSubs / 2) + j) * kPanelRows + 8 * h, head.mins[j]);
+                }
+            }
+        }
+    }
+}
+
+#endif  // HWY_TARGET == HWY_AVX3, HWY_AVX2
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+
 // Calls f(traits) for the type (false: no packed kernels for it).
 template <class F>
 bool WithTraits(GgmlType type, F&& f) {
@@ -242,11 +455,15 @@ void PackedMatmul(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
     const PackedLayout l = packed_layout(w.type, w.n_cols, w.n_rows);
     WithTraits(w.type, [&](auto traits) HWY_ATTR {
         using Tr = decltype(traits);
+#if HWY_TARGET == HWY_AVX3
         if (x86_vnni_available()) {
             PackedGroups<Tr, true>(w, l, group_begin, group_end, a, n_tokens, y);
         } else {
             PackedGroups<Tr, false>(w, l, group_begin, group_end, a, n_tokens, y);
         }
+#else
+        PackedGroupsAvx2<Tr>(w, l, group_begin, group_end, a, n_tokens, y);
+#endif
     });
 }
 
@@ -254,7 +471,11 @@ void FillIntPanelPacked(const WeightMatrix& w, int64_t group, const IntPanel& pa
     const PackedLayout l = packed_layout(w.type, w.n_cols, w.n_rows);
     WithTraits(w.type, [&](auto traits) HWY_ATTR {
         for (int64_t k = 0; k < l.n_stripes(); ++k) {
+#if HWY_TARGET == HWY_AVX3
             FillPanel<decltype(traits)>(ChunkAt(w, l, group, k), panel);
+#else
+            FillPanelAvx2<decltype(traits)>(ChunkAt(w, l, group, k), panel);
+#endif
         }
     });
 }
@@ -267,7 +488,7 @@ bool PackedAvailable(GgmlType) {
 void PackedMatmul(const WeightMatrix&, int64_t, int64_t, const IntActivations&, int64_t, float*) {}
 void FillIntPanelPacked(const WeightMatrix&, int64_t, const IntPanel&) {}
 
-#endif  // HWY_TARGET == HWY_AVX3
+#endif  // HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
 
 }  // namespace HWY_NAMESPACE
 }  // namespace minfer::kernels

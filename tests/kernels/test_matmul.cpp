@@ -209,9 +209,10 @@ void expect_same_bits(const std::vector<float>& y, const std::vector<float>& alo
 }
 
 // True where the interleaved weights take kernels of their own: the AVX-512 path (with or without
-// VNNI). Elsewhere matmul reads the file's layout and the equality is trivial.
+// VNNI) and the AVX2 one. Elsewhere matmul reads the file's layout and the equality is trivial.
 bool kernels_have_packed(const Path& p, GgmlType type) {
-    return p.hwy_target == HWY_AVX3 && kernels::has_packed_layout(type);
+    return (p.hwy_target == HWY_AVX3 || p.hwy_target == HWY_AVX2) &&
+           kernels::has_packed_layout(type);
 }
 
 struct Shape {

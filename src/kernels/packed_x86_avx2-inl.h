@@ -1,0 +1,364 @@
+// AVX2 decoding of the interleaved layout (packed_layout.h), half a group at a time: a 64-byte
+// unit holds 16 rows' 4 bytes, and half h (bytes 32h .. 32h + 31: rows 8h .. 8h + 7) is one ymm
+// register, row 8h + r in 32-bit lane r. So the AVX-512 kernels' layout serves AVX2 CPUs (Zen 3,
+// Intel's client cores) without a layout of its own: each unit is still read once, front to back.
+//
+// The traits mirror packed_x86_avx3-inl.h's, per half:
+//   Head Decode(a, b, h): the block's scales for rows 8h .. 8h + 7 (d as f32, neg_dmin with kMin,
+//     integer sub-block scales, mins in int16 pairs: low half the even sub-block);
+//   ForEachSub(a, head, h, f): calls f(s, v) for every sub-block s, v[kSub / 4] its codes
+//     (value + kOffset, unsigned, at most kMaxCode).
+// `a` is the block's codes, `b` its d unit (types with one; never read otherwise).
+// Per-target code: included by packed_simd.cpp once per Highway target; AVX2 only.
+
+// Highway's per-target include guard: toggles with each re-inclusion by foreach_target.h.
+#if defined(MINFER_KERNELS_PACKED_X86_AVX2_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef MINFER_KERNELS_PACKED_X86_AVX2_INL_H_
+#undef MINFER_KERNELS_PACKED_X86_AVX2_INL_H_
+#else
+#define MINFER_KERNELS_PACKED_X86_AVX2_INL_H_
+#endif
+
+#include <cstdint>
+#include <cstring>
+
+#include "hwy/highway.h"
+#include "quant/block_types.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace minfer::kernels {
+namespace HWY_NAMESPACE {
+
+#if HWY_TARGET == HWY_AVX2
+
+namespace packed {
+
+// Half h of word (unit) w of a block's codes: rows 8h .. 8h + 7's copies of that 32-bit word.
+HWY_INLINE __m256i Word(const uint8_t* a, int w, int h) {
+    return _mm256_load_si256(reinterpret_cast<const __m256i*>(a + 64 * w + 32 * h));
+}
+
+// Rows 8h .. 8h + 7 of a d unit's half: their f16 d, as f32.
+HWY_INLINE __m256 DUnitScales(const uint8_t* b, int h) {
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(b + 16 * h)));
+}
+
+HWY_INLINE __m256i Low4(__m256i v) {
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x0F));
+}
+HWY_INLINE __m256i High4(__m256i v) {
+    return _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0F));
+}
+
+// The same pshufb pattern in both 128-bit lanes.
+HWY_INLINE __m256i Pattern(__m128i lane) {
+    return _mm256_broadcastsi128_si256(lane);
+}
+
+// f16 in the low (high = false) or high half of each 32-bit lane, as f32.
+HWY_INLINE __m256 HalfToFloat(__m256i words, bool high) {
+    const int k = high ? 2 : 0, z = 0x80;
+    const __m256i gathered =
+        _mm256_shuffle_epi8(words, Pattern(_mm_setr_epi8(k, k + 1, 4 + k, 5 + k, 8 + k, 9 + k,
+                                                         12 + k, 13 + k, z, z, z, z, z, z, z, z)));
+    // Each 128-bit lane's 4 halves are in its low 8 bytes: join them.
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(gathered, 0x08)));
+}
+
+// The IQ4_NL table as value + 128 (unsigned codes), in both 128-bit lanes for vpshufb.
+HWY_INLINE __m256i Iq4Table() {
+    alignas(16) uint8_t biased[16];
+    for (int i = 0; i < 16; ++i) biased[i] = static_cast<uint8_t>(kvalues_iq4nl[i] + 128);
+    return Pattern(_mm_load_si128(reinterpret_cast<const __m128i*>(biased)));
+}
+
+// Bits of `first` where `mask` is set, else those of `second`.
+HWY_INLINE __m256i Select(__m256i first, __m256i second, __m256i mask) {
+    return _mm256_or_si256(_mm256_and_si256(first, mask), _mm256_andnot_si256(mask, second));
+}
+
+struct Block32Head {
+    __m256 d;
+};
+
+// ---- 32-value blocks: one sub-block, codes of the 8 groups ----
+
+struct Q4_0 {
+    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 8, kMaxCode = 15;
+    static constexpr bool kMin = false;
+    using Head = Block32Head;
+    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b, int h) {
+        return {DUnitScales(b, h)};
+    }
+    // Word j: columns 4j .. 4j + 3 in its low nibbles, 16 + 4j .. in its high ones.
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
+        __m256i v[8];
+        for (int j = 0; j < 4; ++j) {
+            const __m256i w = Word(a, j, h);
+            v[j] = Low4(w);
+            v[4 + j] = High4(w);
+        }
+        f(0, v);
+    }
+};
+
+struct Iq4Nl {
+    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 128, kMaxCode = 255;
+    static constexpr bool kMin = false;
+    using Head = Block32Head;
+    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b, int h) {
+        return {DUnitScales(b, h)};
+    }
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
+        const __m256i table = Iq4Table();
+        __m256i v[8];
+        for (int j = 0; j < 4; ++j) {
+            const __m256i w = Word(a, j, h);
+            v[j] = _mm256_shuffle_epi8(table, Low4(w));
+            v[4 + j] = _mm256_shuffle_epi8(table, High4(w));
+        }
+        f(0, v);
+    }
+};
+
+// v + add in the bytes under mask m of the unit at `masks`: rows 8h .. 8h + 7 are its 32 bits
+// 32h .. 32h + 31 (bit 4r + c: byte 4r + c of the half), spread to one byte per bit.
+HWY_INLINE __m256i AddUnder(__m256i v, const uint8_t* masks, int m, int h, char add) {
+    uint32_t bits;
+    std::memcpy(&bits, masks + 8 * m + 4 * h, 4);
+    // Byte i takes mask byte i / 8 (bytes 0-1 in the low lane, 2-3 in the high one), then tests
+    // its bit i % 8.
+    const __m256i spread =
+        _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                            _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2,
+                                             2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = Pattern(_mm_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL)));
+    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
+    return _mm256_add_epi8(v, _mm256_and_si256(set, _mm256_set1_epi8(add)));
+}
+
+// Q5_0: words 0-3 the nibbles as Q4_0's, unit 4 the fifth bits (mask g: column group g).
+struct Q5_0 {
+    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 16, kMaxCode = 31;
+    static constexpr bool kMin = false;
+    using Head = Block32Head;
+    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b, int h) {
+        return {DUnitScales(b, h)};
+    }
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
+        const uint8_t* masks = a + 4 * 64;
+        __m256i v[8];
+        for (int j = 0; j < 4; ++j) {
+            const __m256i w = Word(a, j, h);
+            v[j] = AddUnder(Low4(w), masks, j, h, 0x10);
+            v[4 + j] = AddUnder(High4(w), masks, 4 + j, h, 0x10);
+        }
+        f(0, v);
+    }
+};
+
+// Q8_0: words 0-7 are the codes already (value + 128, stored so at load).
+struct Q8_0 {
+    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 128, kMaxCode = 255;
+    static constexpr bool kMin = false;
+    using Head = Block32Head;
+    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b, int h) {
+        return {DUnitScales(b, h)};
+    }
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
+        __m256i v[8];
+        for (int j = 0; j < 8; ++j) v[j] = Word(a, j, h);
+        f(0, v);
+    }
+};
+
+// ---- 256-value blocks ----
+
+// Q4_K and Q5_K: word 0 d | dmin, words 1-3 the 12 bytes of 6-bit scales and mins.
+struct KHead {
+    __m256 d, neg_dmin;
+    __m256i scale[8], mins[4];
+};
+
+// pshufb indices, the same in each 128-bit lane (4 rows' words): byte k of each word into the low
+// byte of its 32-bit lane (the rest zero), and bytes k, k + 1 into the low bytes of its two 16-bit
+// halves.
+HWY_INLINE __m256i ByteToLane(int k) {
+    const int z = 0x80;  // pshufb writes zero
+    return Pattern(_mm_setr_epi8(k, z, z, z, 4 + k, z, z, z, 8 + k, z, z, z, 12 + k, z, z, z));
+}
+HWY_INLINE __m256i BytePairToHalves(int k) {
+    const int z = 0x80;
+    return Pattern(_mm_setr_epi8(k, z, k + 1, z, 4 + k, z, 5 + k, z, 8 + k, z, 9 + k, z, 12 + k, z,
+                                 13 + k, z));
+}
+
+// As the AVX-512 DecodeK4Head (quant/k_scales.h): bytes j of s0 and s1 hold scale and min j
+// (j < 4) in their low 6 bits and the top 2 bits of scale and min j + 4, whose low 4 bits are the
+// nibbles of byte j of s2; then one pshufb per vector.
+HWY_INLINE KHead DecodeK4Head(const uint8_t* a, int h) {
+    const __m256i dm = Word(a, 0, h), s0 = Word(a, 1, h), s1 = Word(a, 2, h), s2 = Word(a, 3, h);
+    KHead head;
+    head.d = HalfToFloat(dm, false);
+    head.neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), HalfToFloat(dm, true));
+    const __m256i low6 = _mm256_set1_epi8(0x3F), low4 = _mm256_set1_epi8(0x0F);
+    const __m256i bits45 = _mm256_set1_epi8(0x30);
+    // Top 2 bits of each byte of s0 and s1 to bits 4-5 (16-bit shifts: the masks drop what
+    // crosses from the next byte).
+    const __m256i scale_top = _mm256_and_si256(_mm256_srli_epi16(s0, 2), bits45);
+    const __m256i min_top = _mm256_and_si256(_mm256_srli_epi16(s1, 2), bits45);
+    const __m256i scale03 = _mm256_and_si256(s0, low6), min03 = _mm256_and_si256(s1, low6);
+    const __m256i scale47 = _mm256_or_si256(_mm256_and_si256(s2, low4), scale_top);
+    const __m256i min47 =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(s2, 4), low4), min_top);
+    for (int j = 0; j < 4; ++j) {
+        head.scale[j] = _mm256_shuffle_epi8(scale03, ByteToLane(j));
+        head.scale[j + 4] = _mm256_shuffle_epi8(scale47, ByteToLane(j));
+    }
+    // mins[j]: min 2j | min 2j + 1 << 16.
+    head.mins[0] = _mm256_shuffle_epi8(min03, BytePairToHalves(0));
+    head.mins[1] = _mm256_shuffle_epi8(min03, BytePairToHalves(2));
+    head.mins[2] = _mm256_shuffle_epi8(min47, BytePairToHalves(0));
+    head.mins[3] = _mm256_shuffle_epi8(min47, BytePairToHalves(2));
+    return head;
+}
+
+// Q4_K: words 4 + 8 pair + j hold group j of sub-block 2 pair (low nibbles) and of 2 pair + 1
+// (high nibbles). Codes = values (0-15).
+struct Q4_K {
+    static constexpr int kBlockValues = 256, kSub = 32, kSubs = 8, kOffset = 0, kMaxCode = 15;
+    static constexpr bool kMin = true;
+    using Head = KHead;
+    static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t*, int h) {
+        return DecodeK4Head(a, h);
+    }
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
+        for (int s = 0; s < 8; ++s) {
+            __m256i v[8];
+            for (int j = 0; j < 8; ++j) {
+                const __m256i w = Word(a, 4 + 8 * (s / 2) + j, h);
+                v[j] = s % 2 == 0 ? Low4(w) : High4(w);
+            }
+            f(s, v);
+        }
+    }
+};
+
+// Q5_K: as Q4_K, the words of sub-blocks 2q and 2q + 1 at 6 + 10q .. and before them their
+// fifth bits, units 4 + 10q and 5 + 10q (mask j: column group j). Codes = values (0-31).
+struct Q5_K {
+    static constexpr int kBlockValues = 256, kSub = 32, kSubs = 8, kOffset = 0, kMaxCode = 31;
+    static constexpr bool kMin = true;
+    using Head = KHead;
+    static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t*, int h) {
+        return DecodeK4Head(a, h);
+    }
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
+        for (int s = 0; s < 8; ++s) {
+            const int pair = 4 + 10 * (s / 2);
+            const uint8_t* masks = a + 64 * (pair + s % 2);
+            __m256i v[8];
+            for (int j = 0; j < 8; ++j) {
+                const __m256i w = Word(a, pair + 2 + j, h);
+                v[j] = AddUnder(s % 2 == 0 ? Low4(w) : High4(w), masks, j, h, 0x10);
+            }
+            f(s, v);
+        }
+    }
+};
+
+// Q6_K: words 0-3 the 16 int8 scales, units 4 + 3k .. 4 + 3k + 2 the 6-bit codes of sub-block k
+// (16 values, column groups i = 0-3; groups 0-2 in the low 6 bits, group 3's bits 2i, 2i + 1 in
+// bits 6-7 of unit i); d in the d unit. Codes = value + 32.
+struct Q6_K {
+    static constexpr int kBlockValues = 256, kSub = 16, kSubs = 16, kOffset = 32, kMaxCode = 63;
+    static constexpr bool kMin = false;
+    struct Head {
+        __m256 d;
+        __m256i scale[16];
+    };
+    static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t* b, int h) {
+        Head head;
+        head.d = DUnitScales(b, h);
+        for (int k = 0; k < 4; ++k) {  // 4 scales per word
+            const __m256i words = Word(a, k, h);
+            for (int i = 0; i < 4; ++i) {
+                head.scale[4 * k + i] = _mm256_srai_epi32(_mm256_slli_epi32(words, 24 - 8 * i), 24);
+            }
+        }
+        return head;
+    }
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
+        const __m256i low6 = _mm256_set1_epi8(0x3F);
+        const __m256i low2 = _mm256_set1_epi8(0x03), low4 = _mm256_set1_epi8(0x0F);
+        for (int k = 0; k < 16; ++k) {
+            const __m256i u0 = Word(a, 4 + 3 * k, h), u1 = Word(a, 5 + 3 * k, h);
+            const __m256i u2 = Word(a, 6 + 3 * k, h);
+            __m256i v[4];
+            v[0] = _mm256_and_si256(u0, low6);
+            v[1] = _mm256_and_si256(u1, low6);
+            v[2] = _mm256_and_si256(u2, low6);
+            // Bits 6-7 of u0, u1, u2 to bits 0-1, 2-3, 4-5 (16-bit shifts: the selections and
+            // the last mask drop what crosses from the next byte).
+            const __m256i x = Select(_mm256_srli_epi16(u0, 6), _mm256_srli_epi16(u1, 4), low2);
+            const __m256i y = Select(x, _mm256_srli_epi16(u2, 2), low4);
+            v[3] = _mm256_and_si256(y, low6);
+            f(k, v);
+        }
+    }
+};
+
+// IQ4_XS: word 0 d | scales_h, word 1 scales_l, words 2 + 4 s + k group k (low nibbles) and
+// 4 + k (high) of sub-block s. Scales (low | high << 4) - 32; codes = table value + 128.
+struct Iq4Xs {
+    static constexpr int kBlockValues = 256, kSub = 32, kSubs = 8, kOffset = 128, kMaxCode = 255;
+    static constexpr bool kMin = false;
+    struct Head {
+        __m256 d;
+        __m256i scale[8];
+    };
+    static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t*, int h) {
+        const __m256i w0 = Word(a, 0, h), sl = Word(a, 1, h);
+        Head head;
+        head.d = HalfToFloat(w0, false);
+        for (int s = 0; s < 8; ++s) {
+            const __m256i low =
+                _mm256_and_si256(_mm256_srli_epi32(sl, 4 * s), _mm256_set1_epi32(15));
+            const __m256i high =
+                _mm256_and_si256(_mm256_srli_epi32(w0, 16 + 2 * s), _mm256_set1_epi32(3));
+            head.scale[s] = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)),
+                                             _mm256_set1_epi32(32));
+        }
+        return head;
+    }
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
+        const __m256i table = Iq4Table();
+        for (int s = 0; s < 8; ++s) {
+            __m256i v[8];
+            for (int k = 0; k < 4; ++k) {
+                const __m256i w = Word(a, 2 + 4 * s + k, h);
+                v[k] = _mm256_shuffle_epi8(table, Low4(w));
+                v[4 + k] = _mm256_shuffle_epi8(table, High4(w));
+            }
+            f(s, v);
+        }
+    }
+};
+
+}  // namespace packed
+
+#endif  // HWY_TARGET == HWY_AVX2
+
+}  // namespace HWY_NAMESPACE
+}  // namespace minfer::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
