@@ -229,10 +229,12 @@ void FillPanel(const PackedChunk& g, const IntPanel& panel) {
 // needs no correction.
 //
 // dot[t] = the exact dot product of one sub-block's codes v with token t's activations (act: the
-// sub-block's first group of token 0, groups W tokens apart; corr: token 0's correction).
+// sub-block's first group of token 0, groups W tokens apart; corr: token 0's correction), times
+// `widen` where the pairs are widened (ones, or a K-quant sub-block's scale in both 16-bit halves
+// of each lane: one vpmaddwd instead of a vpmulld on the sum; codes without an offset only).
 template <class Tr, int T, int W>
 HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int32_t* corr,
-                                 __m256i (&dot)[T]) {
+                                 __m256i widen, __m256i (&dot)[T]) {
     constexpr int kGroups = Tr::kSub / 4;
     const __m256i ones = _mm256_set1_epi16(1);
     auto four = [&](int gi, int t) HWY_ATTR {
@@ -261,11 +263,17 @@ HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int3
         static_assert(kPerSum >= 1 && kGroups % kPerSum == 0);
         for (int g0 = 0; g0 < kGroups; g0 += kPerSum) {
             for (int t = 0; t < T; ++t) {
-                __m256i pairs = _mm256_maddubs_epi16(v[g0], four(g0, t));
-                for (int gi = g0 + 1; gi < g0 + kPerSum; ++gi) {
-                    pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(v[gi], four(gi, t)));
+                // A tree of additions: a chain of 7 would hold each block's sum back.
+                __m256i pairs[kPerSum];
+                for (int i = 0; i < kPerSum; ++i) {
+                    pairs[i] = _mm256_maddubs_epi16(v[g0 + i], four(g0 + i, t));
                 }
-                dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(pairs, ones));
+                for (int n = kPerSum; n > 1; n /= 2) {
+                    for (int i = 0; i < n / 2; ++i) {
+                        pairs[i] = _mm256_add_epi16(pairs[2 * i], pairs[2 * i + 1]);
+                    }
+                }
+                dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(pairs[0], widen));
             }
         }
     }
@@ -294,11 +302,18 @@ HWY_INLINE void PackedBlocksAvx2(const PackedChunk& g, const IntActivations& a, 
             for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
             Tr::ForEachSub(pa, head, h, [&](int s, const __m256i* v) HWY_ATTR {
                 const int64_t as = b * Tr::kSubs + s;  // sub-block of the activation row
+                // Q4_K and Q5_K scale the pairs as they widen them (no offset to correct).
+                constexpr bool kScaledPairs = Tr::kSubs > 1 && Tr::kOffset == 0;
+                __m256i widen = _mm256_set1_epi16(1);
+                if constexpr (kScaledPairs) widen = head.scale_pairs[s];
                 __m256i dot[T];
-                SubBlockDotsAvx2<Tr, T, W>(v, act + as * kGroups * W * 4, corr + as * W, dot);
+                SubBlockDotsAvx2<Tr, T, W>(v, act + as * kGroups * W * 4, corr + as * W, widen,
+                                           dot);
                 for (int t = 0; t < T; ++t) {
                     if constexpr (Tr::kSubs == 1) {
                         isum[t] = dot[t];
+                    } else if constexpr (kScaledPairs) {
+                        isum[t] = _mm256_add_epi32(isum[t], dot[t]);
                     } else {
                         isum[t] =
                             _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], head.scale[s]));

@@ -182,14 +182,20 @@ struct Q8_0 {
 struct KHead {
     __m256 d, neg_dmin;
     __m256i scale[8], mins[4];
+    __m256i scale_pairs[8];  // scale[s] in both 16-bit halves of each lane (for vpmaddwd)
 };
 
 // pshufb indices, the same in each 128-bit lane (4 rows' words): byte k of each word into the low
-// byte of its 32-bit lane (the rest zero), and bytes k, k + 1 into the low bytes of its two 16-bit
-// halves.
+// byte of its 32-bit lane (the rest zero), into the low bytes of both its 16-bit halves, and bytes
+// k, k + 1 into the low bytes of its two 16-bit halves.
 HWY_INLINE __m256i ByteToLane(int k) {
     const int z = 0x80;  // pshufb writes zero
     return Pattern(_mm_setr_epi8(k, z, z, z, 4 + k, z, z, z, 8 + k, z, z, z, 12 + k, z, z, z));
+}
+HWY_INLINE __m256i ByteToBothHalves(int k) {
+    const int z = 0x80;
+    return Pattern(
+        _mm_setr_epi8(k, z, k, z, 4 + k, z, 4 + k, z, 8 + k, z, 8 + k, z, 12 + k, z, 12 + k, z));
 }
 HWY_INLINE __m256i BytePairToHalves(int k) {
     const int z = 0x80;
@@ -218,6 +224,8 @@ HWY_INLINE KHead DecodeK4Head(const uint8_t* a, int h) {
     for (int j = 0; j < 4; ++j) {
         head.scale[j] = _mm256_shuffle_epi8(scale03, ByteToLane(j));
         head.scale[j + 4] = _mm256_shuffle_epi8(scale47, ByteToLane(j));
+        head.scale_pairs[j] = _mm256_shuffle_epi8(scale03, ByteToBothHalves(j));
+        head.scale_pairs[j + 4] = _mm256_shuffle_epi8(scale47, ByteToBothHalves(j));
     }
     // mins[j]: min 2j | min 2j + 1 << 16.
     head.mins[0] = _mm256_shuffle_epi8(min03, BytePairToHalves(0));
