@@ -54,6 +54,20 @@ PackedChunk ChunkAt(const WeightMatrix& w, const PackedLayout& l, int64_t g, int
     return {base, l, l.stripe_begin(k), l.stripe_size(k)};
 }
 
+// Calls f(chunk, y + the group's first row, its valid rows) for the chunks of groups [g0, g1),
+// stripe by stripe (packed_layout.h: the activations of a stripe stay in L1).
+template <class F>
+HWY_INLINE void ForEachChunk(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int64_t g1,
+                             float* y, F&& f) {
+    for (int64_t k = 0; k < l.n_stripes(); ++k) {
+        for (int64_t gi = g0; gi < g1; ++gi) {
+            const int64_t row0 = gi * kPackedRows;
+            f(ChunkAt(w, l, gi, k), y + row0,
+              static_cast<int>(std::min<int64_t>(kPackedRows, w.n_rows - row0)));
+        }
+    }
+}
+
 #endif  // HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
 
 #if HWY_TARGET == HWY_AVX3
@@ -151,36 +165,30 @@ void PackedTile(const PackedChunk& g, const IntActivations& a, int64_t t0, float
     for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * y_stride, rows, acc[t]);
 }
 
-// Groups [g0, g1), stripe by stripe (packed_layout.h: the activations of a stripe stay in L1).
+// Groups [g0, g1): runs of 8, 4, 2 and 1 tokens against each chunk.
 template <class Tr, bool kVnni>
 void PackedGroups(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int64_t g1,
                   const IntActivations& a, int64_t n_tokens, float* y) {
-    for (int64_t k = 0; k < l.n_stripes(); ++k) {
-        for (int64_t gi = g0; gi < g1; ++gi) {
-            const PackedChunk g = ChunkAt(w, l, gi, k);
-            const int64_t row0 = gi * kPackedRows;
-            const int valid = static_cast<int>(std::min<int64_t>(kPackedRows, w.n_rows - row0));
-            const auto rows = static_cast<__mmask16>((1u << valid) - 1u);
-            float* yg = y + row0;
-            if (a.width == 1) {  // one token, dense activations
-                PackedTile<Tr, 1, 1, kVnni>(g, a, 0, yg, w.n_rows, rows);
-                continue;
-            }
-            int64_t t = 0;
-            for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
-                PackedTile<Tr, kTokenTile, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
-            }
-            if (t + 4 <= n_tokens) {
-                PackedTile<Tr, 4, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
-                t += 4;
-            }
-            if (t + 2 <= n_tokens) {
-                PackedTile<Tr, 2, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
-                t += 2;
-            }
-            if (t < n_tokens) PackedTile<Tr, 1, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+    ForEachChunk(w, l, g0, g1, y, [&](const PackedChunk& g, float* yg, int valid) HWY_ATTR {
+        const auto rows = static_cast<__mmask16>((1u << valid) - 1u);
+        if (a.width == 1) {  // one token, dense activations
+            PackedTile<Tr, 1, 1, kVnni>(g, a, 0, yg, w.n_rows, rows);
+            return;
         }
-    }
+        int64_t t = 0;
+        for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
+            PackedTile<Tr, kTokenTile, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+        }
+        if (t + 4 <= n_tokens) {
+            PackedTile<Tr, 4, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+            t += 4;
+        }
+        if (t + 2 <= n_tokens) {
+            PackedTile<Tr, 2, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+            t += 2;
+        }
+        if (t < n_tokens) PackedTile<Tr, 1, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+    });
 }
 
 // One chunk decoded into its blocks of a GEMM panel of all the group's columns, exactly as
@@ -389,32 +397,26 @@ void PackedTileAvx2(const PackedChunk& g, const IntActivations& a, int64_t t0, f
     }
 }
 
-// Groups [g0, g1), stripe by stripe (packed_layout.h: the activations of a stripe stay in L1).
+// Groups [g0, g1): runs of 4 (a half at a time), 2 and 1 tokens against each chunk.
 template <class Tr>
 void PackedGroupsAvx2(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int64_t g1,
                       const IntActivations& a, int64_t n_tokens, float* y) {
-    for (int64_t k = 0; k < l.n_stripes(); ++k) {
-        for (int64_t gi = g0; gi < g1; ++gi) {
-            const PackedChunk g = ChunkAt(w, l, gi, k);
-            const int64_t row0 = gi * kPackedRows;
-            const int valid = static_cast<int>(std::min<int64_t>(kPackedRows, w.n_rows - row0));
-            float* yg = y + row0;
-            if (a.width == 1) {  // one token, dense activations
-                PackedTileAvx2<Tr, 1, 1, 2>(g, a, 0, yg, w.n_rows, valid, 0);
-                continue;
-            }
-            int64_t t = 0;
-            for (; t + 4 <= n_tokens; t += 4) {
-                PackedTileAvx2<Tr, 4, kTokenTile, 1>(g, a, t, yg, w.n_rows, valid, 0);
-                PackedTileAvx2<Tr, 4, kTokenTile, 1>(g, a, t, yg, w.n_rows, valid, 1);
-            }
-            if (t + 2 <= n_tokens) {
-                PackedTileAvx2<Tr, 2, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
-                t += 2;
-            }
-            if (t < n_tokens) PackedTileAvx2<Tr, 1, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
+    ForEachChunk(w, l, g0, g1, y, [&](const PackedChunk& g, float* yg, int valid) HWY_ATTR {
+        if (a.width == 1) {  // one token, dense activations
+            PackedTileAvx2<Tr, 1, 1, 2>(g, a, 0, yg, w.n_rows, valid, 0);
+            return;
         }
-    }
+        int64_t t = 0;
+        for (; t + 4 <= n_tokens; t += 4) {
+            PackedTileAvx2<Tr, 4, kTokenTile, 1>(g, a, t, yg, w.n_rows, valid, 0);
+            PackedTileAvx2<Tr, 4, kTokenTile, 1>(g, a, t, yg, w.n_rows, valid, 1);
+        }
+        if (t + 2 <= n_tokens) {
+            PackedTileAvx2<Tr, 2, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
+            t += 2;
+        }
+        if (t < n_tokens) PackedTileAvx2<Tr, 1, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
+    });
 }
 
 // One chunk decoded into its blocks of a GEMM panel, half by half, exactly as the AVX-512
