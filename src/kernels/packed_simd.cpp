@@ -7,7 +7,8 @@
 // (FillPanel) that gemm_int_panel_simd then multiplies with every token. Both perform, per row
 // and token, the float operations of the panel kernels (gemm_x86_avx3-inl.h's Block32Blocks and
 // SuperBlockBlocks) in the same order on the same exact integer sums, so a token's outputs have
-// the same bits whatever the batch, and the same bits as from the file's layout.
+// the same bits whatever the batch, and the same bits as from the file's layout. AVX2 does the
+// same on halves of 8 rows (PackedTileAvx2, FillPanelAvx2: runs of 4, 2 or 1 tokens).
 
 #include <algorithm>
 #include <cstddef>
