@@ -77,19 +77,22 @@ HWY_INLINE __m256i Select(__m256i first, __m256i second, __m256i mask) {
     return _mm256_or_si256(_mm256_and_si256(first, mask), _mm256_andnot_si256(mask, second));
 }
 
-struct Block32Head {
-    __m256 d;
+// The 32-value types (one sub-block; the scale d in the d unit).
+struct Block32 {
+    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1;
+    static constexpr bool kMin = false;
+    struct Head {
+        __m256 d;
+    };
+    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b, int h) {
+        return {DUnitScales(b, h)};
+    }
 };
 
 // ---- 32-value blocks: one sub-block, codes of the 8 groups ----
 
-struct Q4_0 {
-    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 8, kMaxCode = 15;
-    static constexpr bool kMin = false;
-    using Head = Block32Head;
-    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b, int h) {
-        return {DUnitScales(b, h)};
-    }
+struct Q4_0 : Block32 {
+    static constexpr int kOffset = 8, kMaxCode = 15;
     // Word j: columns 4j .. 4j + 3 in its low nibbles, 16 + 4j .. in its high ones.
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
@@ -103,13 +106,8 @@ struct Q4_0 {
     }
 };
 
-struct Iq4Nl {
-    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 128, kMaxCode = 255;
-    static constexpr bool kMin = false;
-    using Head = Block32Head;
-    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b, int h) {
-        return {DUnitScales(b, h)};
-    }
+struct Iq4Nl : Block32 {
+    static constexpr int kOffset = 128, kMaxCode = 255;
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
         const __m256i table = Iq4Table();
@@ -140,13 +138,8 @@ HWY_INLINE __m256i AddUnder(__m256i v, const uint8_t* masks, int m, int h, char 
 }
 
 // Q5_0: words 0-3 the nibbles as Q4_0's, unit 4 the fifth bits (mask g: column group g).
-struct Q5_0 {
-    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 16, kMaxCode = 31;
-    static constexpr bool kMin = false;
-    using Head = Block32Head;
-    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b, int h) {
-        return {DUnitScales(b, h)};
-    }
+struct Q5_0 : Block32 {
+    static constexpr int kOffset = 16, kMaxCode = 31;
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
         const uint8_t* masks = a + 4 * 64;
@@ -161,13 +154,8 @@ struct Q5_0 {
 };
 
 // Q8_0: words 0-7 are the codes already (value + 128, stored so at load).
-struct Q8_0 {
-    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 128, kMaxCode = 255;
-    static constexpr bool kMin = false;
-    using Head = Block32Head;
-    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b, int h) {
-        return {DUnitScales(b, h)};
-    }
+struct Q8_0 : Block32 {
+    static constexpr int kOffset = 128, kMaxCode = 255;
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
         __m256i v[8];
@@ -235,15 +223,20 @@ HWY_INLINE KHead DecodeK4Head(const uint8_t* a, int h) {
     return head;
 }
 
-// Q4_K: words 4 + 8 pair + j hold group j of sub-block 2 pair (low nibbles) and of 2 pair + 1
-// (high nibbles). Codes = values (0-15).
-struct Q4_K {
-    static constexpr int kBlockValues = 256, kSub = 32, kSubs = 8, kOffset = 0, kMaxCode = 15;
+// Q4_K and Q5_K: 8 sub-blocks of 32 with their scales and mins in the head.
+struct KQuant {
+    static constexpr int kBlockValues = 256, kSub = 32, kSubs = 8, kOffset = 0;
     static constexpr bool kMin = true;
     using Head = KHead;
     static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t*, int h) {
         return DecodeK4Head(a, h);
     }
+};
+
+// Q4_K: words 4 + 8 pair + j hold group j of sub-block 2 pair (low nibbles) and of 2 pair + 1
+// (high nibbles). Codes = values (0-15).
+struct Q4_K : KQuant {
+    static constexpr int kMaxCode = 15;
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
         for (int s = 0; s < 8; ++s) {
@@ -259,13 +252,8 @@ struct Q4_K {
 
 // Q5_K: as Q4_K, the words of sub-blocks 2q and 2q + 1 at 6 + 10q .. and before them their
 // fifth bits, units 4 + 10q and 5 + 10q (mask j: column group j). Codes = values (0-31).
-struct Q5_K {
-    static constexpr int kBlockValues = 256, kSub = 32, kSubs = 8, kOffset = 0, kMaxCode = 31;
-    static constexpr bool kMin = true;
-    using Head = KHead;
-    static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t*, int h) {
-        return DecodeK4Head(a, h);
-    }
+struct Q5_K : KQuant {
+    static constexpr int kMaxCode = 31;
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
         for (int s = 0; s < 8; ++s) {
