@@ -7,7 +7,9 @@
 //   Head Decode(a, b, h): the block's scales for rows 8h .. 8h + 7 (d as f32, neg_dmin with kMin,
 //     integer sub-block scales, mins in int16 pairs: low half the even sub-block);
 //   ForEachSub(a, head, h, f): calls f(s, v) for every sub-block s, v[kSub / 4] its codes
-//     (value + kOffset, unsigned, at most kMaxCode).
+//     (value + kOffset, unsigned, at most kMaxCode);
+//   kBlockBytes: a block's bytes in a chunk, its codes and half a d unit where the type has
+//     them (the prefetches' pace: a wrong figure would only slow them).
 // `a` is the block's codes, `b` its d unit (types with one; never read otherwise).
 // Per-target code: included by packed_simd.cpp once per Highway target; AVX2 only.
 
@@ -92,7 +94,7 @@ struct Block32 {
 // ---- 32-value blocks: one sub-block, codes of the 8 groups ----
 
 struct Q4_0 : Block32 {
-    static constexpr int kOffset = 8, kMaxCode = 15;
+    static constexpr int kOffset = 8, kMaxCode = 15, kBlockBytes = 4 * 64 + 32;
     // Word j: columns 4j .. 4j + 3 in its low nibbles, 16 + 4j .. in its high ones.
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
@@ -107,7 +109,7 @@ struct Q4_0 : Block32 {
 };
 
 struct Iq4Nl : Block32 {
-    static constexpr int kOffset = 128, kMaxCode = 255;
+    static constexpr int kOffset = 128, kMaxCode = 255, kBlockBytes = 4 * 64 + 32;
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
         const __m256i table = Iq4Table();
@@ -139,7 +141,7 @@ HWY_INLINE __m256i AddUnder(__m256i v, const uint8_t* masks, int m, int h, char 
 
 // Q5_0: words 0-3 the nibbles as Q4_0's, unit 4 the fifth bits (mask g: column group g).
 struct Q5_0 : Block32 {
-    static constexpr int kOffset = 16, kMaxCode = 31;
+    static constexpr int kOffset = 16, kMaxCode = 31, kBlockBytes = 5 * 64 + 32;
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
         const uint8_t* masks = a + 4 * 64;
@@ -155,7 +157,7 @@ struct Q5_0 : Block32 {
 
 // Q8_0: words 0-7 are the codes already (value + 128, stored so at load).
 struct Q8_0 : Block32 {
-    static constexpr int kOffset = 128, kMaxCode = 255;
+    static constexpr int kOffset = 128, kMaxCode = 255, kBlockBytes = 8 * 64 + 32;
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
         __m256i v[8];
@@ -236,9 +238,10 @@ struct KQuant {
 // Q4_K: words 4 + 8 pair + j hold group j of sub-block 2 pair (low nibbles) and of 2 pair + 1
 // (high nibbles). Codes = values (0-15).
 struct Q4_K : KQuant {
-    static constexpr int kMaxCode = 15;
+    static constexpr int kMaxCode = 15, kBlockBytes = 36 * 64;
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
+#pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
             __m256i v[8];
             for (int j = 0; j < 8; ++j) {
@@ -253,9 +256,10 @@ struct Q4_K : KQuant {
 // Q5_K: as Q4_K, the words of sub-blocks 2q and 2q + 1 at 6 + 10q .. and before them their
 // fifth bits, units 4 + 10q and 5 + 10q (mask j: column group j). Codes = values (0-31).
 struct Q5_K : KQuant {
-    static constexpr int kMaxCode = 31;
+    static constexpr int kMaxCode = 31, kBlockBytes = 44 * 64;
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
+#pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
             const int pair = 4 + 10 * (s / 2);
             const uint8_t* masks = a + 64 * (pair + s % 2);
@@ -274,6 +278,7 @@ struct Q5_K : KQuant {
 // bits 6-7 of unit i); d in the d unit. Codes = value + 32.
 struct Q6_K {
     static constexpr int kBlockValues = 256, kSub = 16, kSubs = 16, kOffset = 32, kMaxCode = 63;
+    static constexpr int kBlockBytes = 52 * 64 + 32;
     static constexpr bool kMin = false;
     struct Head {
         __m256 d;
@@ -294,6 +299,7 @@ struct Q6_K {
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
         const __m256i low6 = _mm256_set1_epi8(0x3F);
         const __m256i low2 = _mm256_set1_epi8(0x03), low4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 16
         for (int k = 0; k < 16; ++k) {
             const __m256i u0 = Word(a, 4 + 3 * k, h), u1 = Word(a, 5 + 3 * k, h);
             const __m256i u2 = Word(a, 6 + 3 * k, h);
@@ -315,6 +321,7 @@ struct Q6_K {
 // 4 + k (high) of sub-block s. Scales (low | high << 4) - 32; codes = table value + 128.
 struct Iq4Xs {
     static constexpr int kBlockValues = 256, kSub = 32, kSubs = 8, kOffset = 128, kMaxCode = 255;
+    static constexpr int kBlockBytes = 34 * 64;
     static constexpr bool kMin = false;
     struct Head {
         __m256 d;
@@ -337,6 +344,7 @@ struct Iq4Xs {
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
         const __m256i table = Iq4Table();
+#pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
             __m256i v[8];
             for (int k = 0; k < 4; ++k) {
