@@ -152,17 +152,19 @@ MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, fl
                       ? std::min(w.n_cols, std::max(block, chunk_values / block * block))
                       : w.n_cols;
     copy_x_ = w.type != GgmlType::F32;
-    // Phase 1 hands out pieces of groups of 16 rows that hold about kPieceBytes of weights per
-    // stripe of the interleaved layout (a whole row elsewhere): a few microseconds each, so that
-    // taking one costs little and the last ones even out the threads' speeds, yet enough groups
-    // that a stripe's activations are reused from L1 (packed_layout.h) across most of them.
+    // Phase 1 hands out pieces of groups of 16 rows that hold about kPieceBytes of weights: a few
+    // microseconds each, so that taking one costs little and the last ones even out the threads'
+    // speeds. Interleaved weights are handed out in whole bands instead (packed_layout.h: a
+    // band is one sequential run of bytes).
     constexpr int64_t kPieceBytes = 64 * 1024;
-    int64_t group_bytes = static_cast<int64_t>(row_size(w.type, w.n_cols)) * kernels::kPanelRows;
     if (packed_) {
         const kernels::PackedLayout l = kernels::packed_layout(w.type, w.n_cols, w.n_rows);
-        group_bytes = l.chunk_bytes(l.stripe_blocks);
+        band_groups_ = l.band_groups;
+        row_groups_ = WorkRanges(l.n_bands(), n_threads);
+    } else {
+        const auto row_bytes = static_cast<int64_t>(row_size(w.type, w.n_cols));
+        piece_ = std::max<int64_t>(1, kPieceBytes / (row_bytes * kernels::kPanelRows));
     }
-    piece_ = std::max<int64_t>(1, kPieceBytes / group_bytes);
     const auto tokens = static_cast<std::size_t>(n_tokens);
     act_bytes_ = copy_x_ ? align64(tokens * act_row_) : 0;
     int_act_bytes_ = gemm_ && !float_weights_
@@ -285,23 +287,34 @@ void MatmulJob::run_panels(int64_t p0, int64_t p1, std::byte* panel_memory) cons
 void MatmulJob::run_packed(int i) const {
     const kernels::IntActivations ia =
         kernels::int_activations_at(int_act_data_, w_.type, w_.n_cols, n_tokens_);
+    const int64_t n_groups = (w_.n_rows + kernels::kPackedRows - 1) / kernels::kPackedRows;
+    // Band by band (each one sequential run of bytes), whatever range a thread took.
+    const auto for_each_band = [&](int64_t b0, int64_t b1, auto&& fn) {
+        for (int64_t b = b0; b < b1; ++b) {
+            fn(b * band_groups_, std::min(n_groups, (b + 1) * band_groups_));
+        }
+    };
     if (!packed_panels_) {
-        row_groups_.run(i, piece_, [&](int64_t g0, int64_t g1) {
-            kernels::packed_matmul_simd(w_, g0, g1, ia, n_tokens_, y_);
+        row_groups_.run(i, 1, [&](int64_t b0, int64_t b1) {
+            for_each_band(b0, b1, [&](int64_t g0, int64_t g1) {
+                kernels::packed_matmul_simd(w_, g0, g1, ia, n_tokens_, y_);
+            });
         });
         return;
     }
     const kernels::IntPanel panel = kernels::int_panel_at(
         panels_ + panel_bytes_ * static_cast<std::size_t>(i), w_.type, w_.n_cols);
-    row_groups_.run(i, piece_, [&](int64_t g0, int64_t g1) {
-        for (int64_t g = g0; g < g1; ++g) {
-            const int64_t row0 = g * kernels::kPackedRows;
-            const int valid =
-                static_cast<int>(std::min<int64_t>(kernels::kPackedRows, w_.n_rows - row0));
-            kernels::fill_int_panel_packed_simd(w_, g, panel);
-            kernels::gemm_int_panel_simd(panel, ia, 0, n_tokens_, y_ + row0, w_.n_rows, valid,
-                                         false);
-        }
+    row_groups_.run(i, 1, [&](int64_t b0, int64_t b1) {
+        for_each_band(b0, b1, [&](int64_t g0, int64_t g1) {
+            for (int64_t g = g0; g < g1; ++g) {
+                const int64_t row0 = g * kernels::kPackedRows;
+                const int valid =
+                    static_cast<int>(std::min<int64_t>(kernels::kPackedRows, w_.n_rows - row0));
+                kernels::fill_int_panel_packed_simd(w_, g, panel);
+                kernels::gemm_int_panel_simd(panel, ia, 0, n_tokens_, y_ + row0, w_.n_rows, valid,
+                                             false);
+            }
+        });
     });
 }
 

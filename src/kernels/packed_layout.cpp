@@ -183,6 +183,7 @@ PackedLayout packed_layout(GgmlType type, int64_t n_cols, int64_t n_rows) {
     if (l.has_d_units) fit = std::max<int64_t>(2, fit & ~int64_t{1});  // whole pairs of blocks
     l.stripe_blocks = std::max<int64_t>(1, std::min(l.n_blocks, fit));
     l.group_bytes = l.n_blocks * l.a_bytes + (l.has_d_units ? align64(l.n_blocks * 32) : 0);
+    l.band_groups = std::max<int64_t>(1, kBandBytes / l.chunk_bytes(l.stripe_blocks));
     return l;
 }
 

@@ -249,7 +249,10 @@ const std::vector<Shape>& shapes() {
         {23, 32, 256},
         // several stripes of the interleaved layout under a tile of 8 tokens and a panel
         {17, 9, 2304},
-        {5, 32, 2304}};
+        {5, 32, 2304},
+        // several bands of several stripes, the last band shorter (packed_layout.h)
+        {149, 1, 4608},
+        {149, 33, 4608}};
     return s;
 }
 

@@ -46,13 +46,20 @@ struct PackedReader {
     int64_t chunk_bytes(int64_t nb) const {
         return nb * 64 * layout.a_units + (layout.has_d_units ? 64 * ((nb + 1) / 2) : 0);
     }
-    // Stripe after stripe, each holding every group's chunk in turn.
+    // Band after band (band_groups groups, fewer in the last), each holding stripe after stripe,
+    // each stripe every one of the band's groups' chunks in turn.
     const uint8_t* chunk(int64_t block) const {
+        auto stripe_size = [&](int64_t k) {
+            return std::min(layout.stripe_blocks, layout.n_blocks - k * layout.stripe_blocks);
+        };
+        int64_t all_stripes = 0;  // one group's chunks of every stripe
+        for (int64_t k = 0; k * layout.stripe_blocks < layout.n_blocks; ++k)
+            all_stripes += chunk_bytes(stripe_size(k));
+        const int64_t first = group / layout.band_groups * layout.band_groups;
+        const int64_t in_band = std::min(layout.band_groups, layout.n_groups - first);
         const int64_t k = block / layout.stripe_blocks;
-        const int64_t nb =
-            std::min(layout.stripe_blocks, layout.n_blocks - k * layout.stripe_blocks);
-        return matrix + k * layout.n_groups * chunk_bytes(layout.stripe_blocks) +
-               group * chunk_bytes(nb);
+        return matrix + first * all_stripes + k * in_band * chunk_bytes(layout.stripe_blocks) +
+               (group - first) * chunk_bytes(stripe_size(k));
     }
     const uint8_t* codes(int64_t block) const {
         const int64_t local = block % layout.stripe_blocks;  // in its chunk
@@ -202,9 +209,10 @@ TEST_P(PackedLayoutTest, HoldsEveryValueWhereTheHeaderSays) {
     MINFER_REQUIRE_FIXTURE(path, "quant/quant-fixtures.gguf");
     const test::QuantFixture fixture(path.string());
     const GgmlType type = GetParam();
-    for (int64_t rows : {1, 16, 21, 37}) {
+    for (int64_t rows : {1, 16, 21, 37, 149}) {
         // 768 and 1280 columns: an odd number of K-quant blocks; 800: of 32-value blocks; 4000
-        // and 2816: several stripes, the last one shorter, with an odd number of blocks.
+        // and 2816: several stripes, the last one shorter, with an odd number of blocks, and
+        // with 149 rows (10 groups) several bands, the last one shorter.
         const bool small_blocks = block_size(type) == 32;
         for (int64_t cols :
              {int64_t{256}, int64_t{768}, small_blocks ? int64_t{800} : int64_t{1280},
@@ -230,8 +238,16 @@ TEST_P(PackedLayoutTest, HoldsEveryValueWhereTheHeaderSays) {
             EXPECT_EQ(last.chunk(l.n_blocks - 1) +
                           last.chunk_bytes((l.n_blocks - 1) % l.stripe_blocks + 1),
                       packed + l.bytes());
+            // Bands of at most kBandBytes per stripe (but one group).
+            EXPECT_LE(l.band_groups * last.chunk_bytes(l.stripe_blocks),
+                      std::max(kernels::kBandBytes, last.chunk_bytes(l.stripe_blocks)));
+            EXPECT_GT(2 * l.band_groups * last.chunk_bytes(l.stripe_blocks), kernels::kBandBytes);
             if (cols == (small_blocks ? 4000 : 2816)) {
                 EXPECT_GT(l.n_stripes(), 1);
+                if (rows == 149) {
+                    EXPECT_GT(l.n_bands(), 2);
+                    EXPECT_NE(l.n_groups % l.band_groups, 0);
+                }
             }
             for (int64_t g = 0; g < l.n_groups; ++g) {
                 const PackedReader reader{type, l, packed, g};
