@@ -7,6 +7,7 @@
 
 #include "core/cpu_set.h"
 #include "core/error.h"
+#include "gguf/ggml_type.h"
 #include "model/kv_spec.h"
 
 namespace minfer::cli {
@@ -32,8 +33,8 @@ void add_context_flags(CLI::App* cmd, ContextFlags& f) {
                   "GEMV kernels instead, faster on some CPUs: see README)");
     cmd->add_flag("--repack,!--no-repack", f.repack,
                   "Copy the weights at load into the interleaved layout the CPU kernels decode "
-                  "fastest (default where the CPU has those kernels: AVX-512; same results bit "
-                  "for bit); --no-repack keeps them zero-copy in the mapped file");
+                  "fastest (default where the CPU has those kernels: AVX-512 or AVX2; same results "
+                  "bit for bit); --no-repack keeps them zero-copy in the mapped file");
 }
 
 namespace {
@@ -47,12 +48,25 @@ class Tracer {
         if (graphs_ != target_) return;
         total_ += micros;
         const std::string name = op.layer >= 0 ? concat("blk.", op.layer, ".", op.label) : op.label;
-        std::fprintf(stderr, "trace: %-24s %-13s [%5lld, %6lld] %10.1f us  (total %.1f us)\n",
+        std::fprintf(stderr, "trace: %-24s %-13s [%5lld, %6lld] %10.1f us  (total %.1f us)%s\n",
                      name.c_str(), op_type_name(op.type), static_cast<long long>(op.rows),
-                     static_cast<long long>(op.width), micros, total_);
+                     static_cast<long long>(op.width), micros, total_,
+                     weight_read(op, micros).c_str());
     }
 
   private:
+    // A matrix's type, size and read rate: "  q4_0 2.45 MB 30.1 GB/s" (what a decode step reads
+    // of it, so the slow matrices stand out; "" for other ops and for experts, read in part).
+    static std::string weight_read(const Op& op, double micros) {
+        if (op.type != OpType::MatMul || op.weight == nullptr || micros <= 0) return "";
+        const double bytes = static_cast<double>(op.weight->data.size());
+        const std::string type(type_name(op.weight->type));
+        char text[64];
+        std::snprintf(text, sizeof text, "  %s %.2f MB %.1f GB/s", type.c_str(), bytes * 1e-6,
+                      bytes * 1e-3 / micros);
+        return text;
+    }
+
     int target_;
     int graphs_ = 0;
     double total_ = 0;

@@ -189,6 +189,13 @@ TEST(ScoreCommand, TraceTimesEveryOperation) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.err.find("trace: blk.0.attn_q"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(" us"), std::string::npos);
+    // A matmul's line names its matrix's type and size and the rate it was read at.
+    const std::size_t q = r.err.find("trace: blk.0.attn_q ");
+    ASSERT_NE(q, std::string::npos) << r.err;
+    const std::string line = r.err.substr(q, r.err.find('\n', q) - q);
+    EXPECT_NE(line.find("  f16 "), std::string::npos) << line;
+    EXPECT_NE(line.find(" MB "), std::string::npos) << line;
+    EXPECT_NE(line.find(" GB/s"), std::string::npos) << line;
 }
 
 }  // namespace
