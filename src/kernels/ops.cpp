@@ -135,6 +135,11 @@ void silu(const float* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
 }
 
+void soft_cap_row(float* x, int64_t n, float cap) {
+    if (kernel_path() == KernelPath::kBest) return kernels::soft_cap_simd(x, n, cap);
+    for (int64_t i = 0; i < n; ++i) x[i] = soft_cap(x[i], cap);
+}
+
 void gelu(const float* x, float* y, int64_t n) {
     const std::vector<float>& table = gelu_table();
     if (kernel_path() == KernelPath::kBest && kernels::gelu_table_simd(x, y, n, table.data())) {

@@ -61,6 +61,9 @@ void swiglu(const float* gate, const float* up, float* out, int64_t n);
 inline float soft_cap(float x, float cap) {
     return std::tanh(x * (1.0f / cap)) * cap;
 }
+// soft_cap over a row in place; vectorized (tanh a few ulp from the C library's, not bit for bit:
+// the final logits, 256000 of them for Gemma 2, took 2.6 % of a decode step one at a time).
+void soft_cap_row(float* x, int64_t n, float cap);
 
 // out = a + b, out = a * b (elementwise; out may alias a or b).
 void add(const float* a, const float* b, float* out, int64_t n);

@@ -1,8 +1,8 @@
-// The exp-heavy ops (silu, swiglu, softmax's exponentials), gelu's table lookups, rms_norm's sum
-// of squares and the sampler's scan, compiled once per target. silu and swiglu compute as ggml
-// does: its vectorized expf on whole vectors, the C library's on the rest; the standalone softmax
-// uses Highway's exp (at most 1 ulp from std::exp). During prefill these run over every
-// feed-forward activation, so scalar exp would cost a third as much as the matmuls.
+// The exp-heavy ops (silu, swiglu, softmax's exponentials, the logits' soft-cap), gelu's table
+// lookups, rms_norm's sum of squares and the sampler's scan, compiled once per target. silu and
+// swiglu compute as ggml does: its vectorized expf on whole vectors, the C library's on the rest;
+// the standalone softmax uses Highway's exp (at most 1 ulp from std::exp). During prefill these run
+// over every feed-forward activation, so scalar exp would cost a third as much as the matmuls.
 
 #include <cmath>
 #include <cstdint>
@@ -50,6 +50,19 @@ void SwigluRow(const float* gate, const float* up, float* out, int64_t n) {
         const float g = gate[i];
         out[i] = g / (1.0f + std::exp(-g)) * up[i];
     }
+}
+
+// cap * tanh(x * (1 / cap)), in place: Highway's tanh (a few ulp from the C library's) on whole
+// vectors, the C library's on the rest.
+void SoftCapRow(float* x, int64_t n, float cap) {
+    const hn::ScalableTag<float> d;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+    const auto inverse = hn::Set(d, 1.0f / cap), scale = hn::Set(d, cap);
+    int64_t i = 0;
+    for (; i + N <= n; i += N) {
+        hn::StoreU(hn::Mul(hn::Tanh(d, hn::Mul(hn::LoadU(d, x + i), inverse)), scale), d, x + i);
+    }
+    for (; i < n; ++i) x[i] = std::tanh(x[i] * (1.0f / cap)) * cap;
 }
 
 void ExpShifted(float* x, int64_t n, float shift) {
@@ -169,6 +182,7 @@ namespace minfer::kernels {
 
 HWY_EXPORT(SiluRow);
 HWY_EXPORT(SwigluRow);
+HWY_EXPORT(SoftCapRow);
 HWY_EXPORT(ExpShifted);
 HWY_EXPORT(LogSumExp);
 HWY_EXPORT(SumOfSquares);
@@ -180,6 +194,9 @@ void silu_simd(const float* x, float* y, int64_t n) {
 }
 void swiglu_simd(const float* gate, const float* up, float* out, int64_t n) {
     HWY_DYNAMIC_DISPATCH(SwigluRow)(gate, up, out, n);
+}
+void soft_cap_simd(float* x, int64_t n, float cap) {
+    HWY_DYNAMIC_DISPATCH(SoftCapRow)(x, n, cap);
 }
 void exp_shifted_simd(float* x, int64_t n, float shift) {
     HWY_DYNAMIC_DISPATCH(ExpShifted)(x, n, shift);

@@ -7,6 +7,8 @@ namespace minfer::kernels {
 
 void silu_simd(const float* x, float* y, int64_t n);
 void swiglu_simd(const float* gate, const float* up, float* out, int64_t n);
+// x[i] = cap * tanh(x[i] * (1 / cap)), tanh within a few ulp of the C library's
+void soft_cap_simd(float* x, int64_t n, float cap);
 // x[i] = exp(x[i] - shift)
 void exp_shifted_simd(float* x, int64_t n, float shift);
 double logsumexp_simd(const float* x, int64_t n);

@@ -451,7 +451,7 @@ class CpuBackend final : public Backend {
     void softcap(const Op& op, int thread, int n_threads) {
         float* x = buf(op.dst);
         const auto [begin, end] = share(op.rows * op.width, thread, n_threads);
-        for (int64_t i = begin; i < end; ++i) x[i] = soft_cap(x[i], op.factor);
+        soft_cap_row(x + begin, end - begin, op.factor);
     }
 
     void moe_route(const Op& op, int thread, int n_threads) {
