@@ -158,9 +158,8 @@ MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, fl
     // band is one sequential run of bytes).
     constexpr int64_t kPieceBytes = 64 * 1024;
     if (packed_) {
-        const kernels::PackedLayout l = kernels::packed_layout(w.type, w.n_cols, w.n_rows);
-        band_groups_ = l.band_groups;
-        row_groups_ = WorkRanges(l.n_bands(), n_threads);
+        row_groups_ =
+            WorkRanges(kernels::packed_layout(w.type, w.n_cols, w.n_rows).n_bands(), n_threads);
     } else {
         const auto row_bytes = static_cast<int64_t>(row_size(w.type, w.n_cols));
         piece_ = std::max<int64_t>(1, kPieceBytes / (row_bytes * kernels::kPanelRows));
@@ -287,12 +286,10 @@ void MatmulJob::run_panels(int64_t p0, int64_t p1, std::byte* panel_memory) cons
 void MatmulJob::run_packed(int i) const {
     const kernels::IntActivations ia =
         kernels::int_activations_at(int_act_data_, w_.type, w_.n_cols, n_tokens_);
-    const int64_t n_groups = (w_.n_rows + kernels::kPackedRows - 1) / kernels::kPackedRows;
+    const kernels::PackedLayout l = kernels::packed_layout(w_.type, w_.n_cols, w_.n_rows);
     // Band by band (each one sequential run of bytes), whatever range a thread took.
     const auto for_each_band = [&](int64_t b0, int64_t b1, auto&& fn) {
-        for (int64_t b = b0; b < b1; ++b) {
-            fn(b * band_groups_, std::min(n_groups, (b + 1) * band_groups_));
-        }
+        for (int64_t b = b0; b < b1; ++b) fn(l.band_begin(b), l.band_end(b));
     };
     if (!packed_panels_) {
         row_groups_.run(i, 1, [&](int64_t b0, int64_t b1) {

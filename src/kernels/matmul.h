@@ -132,10 +132,9 @@ class MatmulJob {
     std::byte* int_act_data_ = nullptr;
     std::byte* panels_ = nullptr;
     // Phase 1's groups of kPanelRows rows, balanced among the threads as they go, piece_ of
-    // them at a time; with interleaved weights its bands of band_groups_ groups, one at a time.
+    // them at a time; with interleaved weights the layout's bands of groups, one at a time.
     mutable WorkRanges row_groups_;
     int64_t piece_ = 1;
-    int64_t band_groups_ = 1;
 };
 
 }  // namespace minfer

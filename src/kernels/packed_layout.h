@@ -97,6 +97,9 @@ struct PackedLayout {
 
     int64_t n_stripes() const { return (n_blocks + stripe_blocks - 1) / stripe_blocks; }
     int64_t n_bands() const { return (n_groups + band_groups - 1) / band_groups; }
+    // Band b holds groups [band_begin(b), band_end(b)).
+    int64_t band_begin(int64_t b) const { return b * band_groups; }
+    int64_t band_end(int64_t b) const { return std::min(n_groups, (b + 1) * band_groups); }
     // The first block of stripe k, and its number of blocks.
     int64_t stripe_begin(int64_t k) const { return k * stripe_blocks; }
     int64_t stripe_size(int64_t k) const {
@@ -106,12 +109,11 @@ struct PackedLayout {
     int64_t chunk_bytes(int64_t nb) const {
         return nb * a_bytes + (has_d_units ? 64 * ((nb + 1) / 2) : 0);
     }
-    // Offset in the matrix of group g's chunk of stripe k: in g's band (of `in_band` groups),
-    // after the band's earlier stripes and the earlier groups' chunks of stripe k.
+    // Offset in the matrix of group g's chunk of stripe k: in g's band, after the band's earlier
+    // stripes and the earlier groups' chunks of stripe k.
     int64_t chunk_offset(int64_t g, int64_t k) const {
-        const int64_t first = g / band_groups * band_groups;
-        const int64_t in_band = std::min(band_groups, n_groups - first);
-        return first * group_bytes + k * in_band * chunk_bytes(stripe_blocks) +
+        const int64_t band = g / band_groups, first = band_begin(band);
+        return first * group_bytes + k * (band_end(band) - first) * chunk_bytes(stripe_blocks) +
                (g - first) * chunk_bytes(stripe_size(k));
     }
     // Bytes of one pair of blocks with their d unit (has_d_units only).
