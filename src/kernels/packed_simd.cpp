@@ -243,6 +243,13 @@ void FillPanel(const PackedChunk& g, const IntPanel& panel) {
 // sub-block's first group of token 0, groups W tokens apart; corr: token 0's correction), times
 // `widen` where the pairs are widened (ones, or a K-quant sub-block's scale in both 16-bit halves
 // of each lane: one vpmaddwd instead of a vpmulld on the sum; codes without an offset only).
+// One column group of codes stored + 128 (Q8_0, IQ4) against 4 activations x4 (each 32-bit lane):
+// w = codes ^ 0x80 as signed values, |w| x sign(x4, w) in 16-bit pairs, widened to each row's sum.
+HWY_INLINE __m256i SignedGroupDotAvx2(__m256i w, __m256i w_abs, __m256i x4) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(x4, w)),
+                             _mm256_set1_epi16(1));
+}
+
 template <class Tr, int T, int W>
 HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int32_t* corr,
                                  __m256i widen, __m256i (&dot)[T]) {
@@ -265,8 +272,7 @@ HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int3
             const __m256i w = _mm256_xor_si256(v[gi], flip);
             const __m256i w_abs = _mm256_abs_epi8(w);
             for (int t = 0; t < T; ++t) {
-                const __m256i pairs = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(four(gi, t), w));
-                dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(pairs, ones));
+                dot[t] = _mm256_add_epi32(dot[t], SignedGroupDotAvx2(w, w_abs, four(gi, t)));
             }
         }
     } else {
@@ -308,9 +314,9 @@ HWY_INLINE void PrefetchAhead(const uint8_t* codes, int s) {
     }
 }
 
-// One token (dense activations) against every block of a Q4_0, Q5_0 or Q8_0 chunk, into acc0 (rows
-// 0-7) and acc1 (rows 8-15): word by word for both halves, each activation broadcast once for the
-// 16 rows, the blocks' addresses in constant steps. The generic loop below decodes a half's 8 code
+// One token (dense activations) against every block of a Q4_0, Q5_0 or Q8_0 chunk, into acc[h]
+// (rows 8h .. 8h + 7): word by word for both halves, each activation broadcast once for the 16
+// rows, the blocks' addresses in constant steps. The generic loop below decodes a half's 8 code
 // vectors and takes 8 broadcasts at once, and GCC spilled what the second half needed (llvm-mca:
 // 145 instructions a Q4_0 block). One core, the kernel alone on a 2048 x 2048 matrix in L3 (Zen 4
 // without AVX-512, 2.6 GHz): Q4_0 16.2-16.7 -> 21.6-24.0 GB/s, Q5_0 11.1-11.8 -> 14.0-14.4,
@@ -318,14 +324,13 @@ HWY_INLINE void PrefetchAhead(const uint8_t* codes, int s) {
 // The same integer sums (exact in any order) and the same float operations per block: the same
 // bits.
 template <class Tr>
-HWY_INLINE void Block32OneTokenAvx2(const PackedChunk& g, const IntActivations& a, __m256& acc0,
-                                    __m256& acc1) {
+HWY_INLINE void Block32OneTokenAvx2(const PackedChunk& g, const IntActivations& a,
+                                    __m256 (&acc)[2][1]) {
     constexpr int64_t kCodeBytes = Tr::kBlockBytes - 32, kPairBytes = 64 + 2 * kCodeBytes;
     assert(g.l.has_d_units && g.l.a_bytes == kCodeBytes && g.b0 % 2 == 0);
     const int8_t* act = a.q_tile(0) + g.b0 * 32;  // a block's 32 activations, W = 1
     const int32_t* corr = a.corr + g.b0;
     const float* da = a.d + g.b0;
-    const __m256i ones = _mm256_set1_epi16(1);
     auto block = [&](const uint8_t* pa, const uint8_t* pd, int64_t local) HWY_ATTR {
         PrefetchAhead<Tr>(pa, 0);
         const int8_t* x = act + local * 32;
@@ -334,20 +339,18 @@ HWY_INLINE void Block32OneTokenAvx2(const PackedChunk& g, const IntActivations& 
             std::memcpy(&bytes, x + 4 * group, 4);
             return _mm256_set1_epi32(bytes);
         };
-        __m256i dot0, dot1;
-        if constexpr (std::is_same_v<Tr, packed::Q8_0>) {
-            // Signed codes: |w| times a with w's sign, widened group by group (SubBlockDotsAvx2).
+        __m256i dot[2];  // per half
+        if constexpr (Tr::kOffset == 128) {
+            static_assert(std::is_same_v<Tr, packed::Q8_0>);  // word j: column group j
             const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-            auto dot = [&](__m256i v, __m256i x4) HWY_ATTR {
-                const __m256i w = _mm256_xor_si256(v, flip);
-                return _mm256_madd_epi16(
-                    _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x4, w)), ones);
-            };
-            dot0 = dot1 = _mm256_setzero_si256();
+            dot[0] = dot[1] = _mm256_setzero_si256();
             for (int j = 0; j < 8; ++j) {
                 const __m256i x4 = four(j);
-                dot0 = _mm256_add_epi32(dot0, dot(packed::Word(pa, j, 0), x4));
-                dot1 = _mm256_add_epi32(dot1, dot(packed::Word(pa, j, 1), x4));
+                for (int h = 0; h < 2; ++h) {
+                    const __m256i w = _mm256_xor_si256(packed::Word(pa, j, h), flip);
+                    dot[h] = _mm256_add_epi32(dot[h],
+                                              SignedGroupDotAvx2(w, _mm256_abs_epi8(w), x4));
+                }
             }
         } else {
             // Word j: columns 4j .. 4j + 3 in its low nibbles, 16 + 4j .. in its high ones; Q5_0
@@ -359,35 +362,34 @@ HWY_INLINE void Block32OneTokenAvx2(const PackedChunk& g, const IntActivations& 
                 return packed::AddUnder(nibbles, pa + 4 * 64, group, h, 0x10);
             };
             // The codes are value + kOffset: start at -kOffset * sum(a) = corr / 128 * kOffset.
-            dot0 = dot1 = _mm256_set1_epi32(corr[local] / 128 * Tr::kOffset);
+            dot[0] = dot[1] = _mm256_set1_epi32(corr[local] / 128 * Tr::kOffset);
             // Pairs of 4-bit codes add in 16 bits for all 8 groups, of 5-bit codes for 4 (at most
             // 2 * kMaxCode * 128 each).
             constexpr int kWordsPerSum = kFifthBit ? 2 : 4;
             for (int j0 = 0; j0 < 4; j0 += kWordsPerSum) {
-                __m256i pairs0 = _mm256_setzero_si256(), pairs1 = pairs0;
+                __m256i pairs[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
                 for (int j = j0; j < j0 + kWordsPerSum; ++j) {
                     const __m256i low = four(j), high = four(4 + j);
-                    const __m256i w0 = packed::Word(pa, j, 0), w1 = packed::Word(pa, j, 1);
-                    pairs0 = _mm256_add_epi16(
-                        pairs0,
-                        _mm256_add_epi16(
-                            _mm256_maddubs_epi16(codes(packed::Low4(w0), j, 0), low),
-                            _mm256_maddubs_epi16(codes(packed::High4(w0), 4 + j, 0), high)));
-                    pairs1 = _mm256_add_epi16(
-                        pairs1,
-                        _mm256_add_epi16(
-                            _mm256_maddubs_epi16(codes(packed::Low4(w1), j, 1), low),
-                            _mm256_maddubs_epi16(codes(packed::High4(w1), 4 + j, 1), high)));
+                    for (int h = 0; h < 2; ++h) {
+                        const __m256i w = packed::Word(pa, j, h);
+                        pairs[h] = _mm256_add_epi16(
+                            pairs[h],
+                            _mm256_add_epi16(
+                                _mm256_maddubs_epi16(codes(packed::Low4(w), j, h), low),
+                                _mm256_maddubs_epi16(codes(packed::High4(w), 4 + j, h), high)));
+                    }
                 }
-                dot0 = _mm256_add_epi32(dot0, _mm256_madd_epi16(pairs0, ones));
-                dot1 = _mm256_add_epi32(dot1, _mm256_madd_epi16(pairs1, ones));
+                for (int h = 0; h < 2; ++h) {
+                    dot[h] = _mm256_add_epi32(dot[h],
+                                              _mm256_madd_epi16(pairs[h], _mm256_set1_epi16(1)));
+                }
             }
         }
         const __m256 scale = _mm256_set1_ps(da[local]);
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot0),
-                               _mm256_mul_ps(packed::DUnitScales(pd, 0), scale), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot1),
-                               _mm256_mul_ps(packed::DUnitScales(pd, 1), scale), acc1);
+        for (int h = 0; h < 2; ++h) {
+            acc[h][0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[h]),
+                                        _mm256_mul_ps(packed::DUnitScales(pd, h), scale), acc[h][0]);
+        }
     };
     // Blocks in pairs behind their d unit: d unit, codes of 2p, codes of 2p + 1.
     const uint8_t* pair = g.codes(0) - 64;
@@ -406,18 +408,18 @@ HWY_INLINE void Block32OneTokenAvx2(const PackedChunk& g, const IntActivations& 
 template <class Tr, int T, int W, int kHalves>
 HWY_INLINE void PackedBlocksAvx2(const PackedChunk& g, const IntActivations& a, int64_t tile,
                                  int slot, int h0, __m256 (&acc)[kHalves][T]) {
+    constexpr bool kOneTokenByWords = std::is_same_v<Tr, packed::Q4_0> ||
+                                      std::is_same_v<Tr, packed::Q5_0> ||
+                                      std::is_same_v<Tr, packed::Q8_0>;
+    if constexpr (kOneTokenByWords && T == 1 && W == 1 && kHalves == 2) {
+        Block32OneTokenAvx2<Tr>(g, a, acc);
+        return;
+    }
     constexpr int kGroups = Tr::kSub / 4;
     const int8_t* act = a.q_tile(tile) + slot * 4;
     const int32_t* corr = a.corr + a.sub_tile(tile) + slot;
     const float* da = a.d + a.block_tile(tile) + slot;
     const int32_t* bsum = Tr::kMin ? a.bsum + a.pair_tile(tile) + slot : nullptr;
-    constexpr bool kOneTokenByWords = std::is_same_v<Tr, packed::Q4_0> ||
-                                      std::is_same_v<Tr, packed::Q5_0> ||
-                                      std::is_same_v<Tr, packed::Q8_0>;
-    if constexpr (kOneTokenByWords && T == 1 && W == 1 && kHalves == 2) {
-        Block32OneTokenAvx2<Tr>(g, a, acc[0][0], acc[1][0]);
-        return;
-    }
     for (int64_t local = 0; local < g.n_blocks; ++local) {
         const int64_t b = g.b0 + local;  // of the row: the activations' block
         const uint8_t* pa = g.codes(local);
