@@ -402,7 +402,8 @@ HWY_INLINE __m512 OneTokenBlock32(const IntActivations& a, int64_t block0, int64
         decode(b, v, dw);
         const int8_t* act = a.q + ab * 32;
         // Two chains of vpdpbusd, so that the block's latency does not set the pace.
-        __m512i dot[2] = {_mm512_set1_epi32(a.corr[ab] / 128 * kOffset), _mm512_setzero_si512()};
+        __m512i dot[2] = {_mm512_set1_epi32(OffsetCorrection(a.corr[ab], kOffset)),
+                          _mm512_setzero_si512()};
         for (int g = 0; g < 8; ++g) dot[g % 2] = DotGroup<kVnni>(dot[g % 2], v[g], act + 4 * g);
         const __m512 sd = _mm512_mul_ps(dw, _mm512_set1_ps(a.d[ab]));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(dot[0], dot[1])), sd, acc);

@@ -11,6 +11,7 @@
 // same on halves of 8 rows (PackedTileAvx2, FillPanelAvx2: runs of 4, 2 or 1 tokens).
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -99,10 +100,11 @@ HWY_INLINE void PackedBlocks(const PackedChunk& g, const IntActivations& a, cons
             __m512i part[kChains][T];
 #pragma GCC unroll 8
             for (int t = 0; t < T; ++t) {
-                // The codes are value + kOffset: start at -kOffset * sum(a) = corr / 128 * kOffset.
-                part[0][t] = Tr::kOffset == 0
-                                 ? _mm512_setzero_si512()
-                                 : _mm512_set1_epi32(corr[as * W + t] / 128 * Tr::kOffset);
+                // The codes are value + kOffset: start at -kOffset * sum(a).
+                part[0][t] =
+                    Tr::kOffset == 0
+                        ? _mm512_setzero_si512()
+                        : _mm512_set1_epi32(OffsetCorrection(corr[as * W + t], Tr::kOffset));
                 if constexpr (kChains == 2) part[1][t] = _mm512_setzero_si512();
             }
 #pragma GCC unroll 8
@@ -250,6 +252,17 @@ HWY_INLINE __m256i SignedGroupDotAvx2(__m256i w, __m256i w_abs, __m256i x4) {
                              _mm256_set1_epi16(1));
 }
 
+// A sub-block's OffsetCorrection (matmul_internal.h) for codes of offset kOffset, in every lane:
+// a broadcast load and a shift, no general-purpose register on the way.
+template <int kOffset>
+HWY_INLINE __m256i OffsetCorrectionAvx2(const int32_t* corr) {
+    static_assert(kOffset > 0 && kOffset <= 128 && (kOffset & (kOffset - 1)) == 0);
+    constexpr int kShift = 7 - std::countr_zero(static_cast<unsigned>(kOffset));
+    const __m256i c =
+        _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(corr)));
+    return _mm256_srai_epi32(c, kShift);
+}
+
 template <class Tr, int T, int W>
 HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int32_t* corr,
                                  __m256i widen, __m256i (&dot)[T]) {
@@ -261,10 +274,12 @@ HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int3
         return _mm256_set1_epi32(bytes);
     };
     for (int t = 0; t < T; ++t) {
-        // The codes are value + kOffset: start at -kOffset * sum(a) = corr / 128 * kOffset.
-        dot[t] = Tr::kOffset == 0 || Tr::kOffset == 128
-                     ? _mm256_setzero_si256()
-                     : _mm256_set1_epi32(corr[t] / 128 * Tr::kOffset);
+        // The codes are value + kOffset: start at -kOffset * sum(a).
+        if constexpr (Tr::kOffset == 0 || Tr::kOffset == 128) {
+            dot[t] = _mm256_setzero_si256();
+        } else {
+            dot[t] = OffsetCorrectionAvx2<Tr::kOffset>(corr + t);
+        }
     }
     if constexpr (Tr::kOffset == 128) {
         const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
@@ -300,17 +315,21 @@ HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int3
 // thread decoded Q4_0 from DRAM at 61-66 % of a plain read of the same huge pages (10-13 GB/s
 // against 17-20), what no overlap at all gives for a kernel that runs at 26 GB/s from L3. Asking
 // for the lines kPrefetchBytes ahead as each sub-block starts (a block's share of them: a
-// K-quant block's 36 lines spread over its 8 sub-blocks, not asked for at once) brought one
-// thread to 88 % on Q4_0 and Q8_0 and 82 % on Q4_K, two to 97, 98 and 92 % (from 72, 78 and 77).
-// The AVX-512 kernels issue none (see packed_layout.h).
+// K-quant block's 36 lines spread over its 8 sub-blocks; all at once was 5-15 % slower on Zen 4)
+// brought one thread to 88 % on Q4_0 and Q8_0 and 82 % on Q4_K, two to 97, 98 and 92 % (from 72,
+// 78 and 77). The AVX-512 kernels issue none (see packed_layout.h).
 constexpr int64_t kPrefetchBytes = 2048;
 
 template <class Tr>
 HWY_INLINE void PrefetchAhead(const uint8_t* codes, int s) {
-    // Constants once the sub-block loop is unrolled: a few prefetches, no arithmetic.
+    // Constants once the sub-block loop is unrolled: a few prefetches off one register. The empty
+    // asm hides the address from GCC, which otherwise made each prefetch address an induction
+    // variable of its own, spilled and reloaded (Q6_K: 64 more instructions a half block).
     const int begin = s * Tr::kBlockBytes / Tr::kSubs, end = (s + 1) * Tr::kBlockBytes / Tr::kSubs;
+    const uint8_t* ahead = codes + kPrefetchBytes;
+    asm("" : "+r"(ahead));
     for (int at = begin; at < end; at += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(codes + kPrefetchBytes + at), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + at), _MM_HINT_T0);
     }
 }
 
@@ -361,8 +380,8 @@ HWY_INLINE void Block32OneTokenAvx2(const PackedChunk& g, const IntActivations& 
                 if constexpr (!kFifthBit) return nibbles;
                 return packed::AddUnder(nibbles, pa + 4 * 64, group, h, 0x10);
             };
-            // The codes are value + kOffset: start at -kOffset * sum(a) = corr / 128 * kOffset.
-            dot[0] = dot[1] = _mm256_set1_epi32(corr[local] / 128 * Tr::kOffset);
+            // The codes are value + kOffset: start at -kOffset * sum(a).
+            dot[0] = dot[1] = OffsetCorrectionAvx2<Tr::kOffset>(corr + local);
             // Pairs of 4-bit codes add in 16 bits for all 8 groups, of 5-bit codes for 4 (at most
             // 2 * kMaxCode * 128 each).
             constexpr int kWordsPerSum = kFifthBit ? 2 : 4;
@@ -452,8 +471,8 @@ HWY_INLINE void PackedBlocksAvx2(const PackedChunk& g, const IntActivations& a, 
                     } else if constexpr (kScaledPairs) {
                         isum[t] = _mm256_add_epi32(isum[t], dot[t]);
                     } else {
-                        isum[t] =
-                            _mm256_add_epi32(isum[t], _mm256_mullo_epi32(dot[t], head.scale[s]));
+                        isum[t] = _mm256_add_epi32(
+                            isum[t], _mm256_mullo_epi32(dot[t], Tr::Scale(head, pa, h, s)));
                     }
                 }
             });
@@ -549,7 +568,8 @@ void FillPanelAvx2(const PackedChunk& g, const IntPanel& panel) {
                           Tr::kOffset == 128 ? v[gi] : _mm256_add_epi8(v[gi], bias));
                 }
                 if constexpr (Tr::kSubs > 1) {
-                    store(p.scale + (b * Tr::kSubs + s) * kPanelRows + 8 * h, head.scale[s]);
+                    store(p.scale + (b * Tr::kSubs + s) * kPanelRows + 8 * h,
+                          Tr::Scale(head, pa, h, s));
                 }
             });
             _mm256_store_ps(p.d + b * kPanelRows + 8 * h, head.d);

@@ -6,6 +6,7 @@
 // The traits mirror packed_x86_avx3-inl.h's, per half:
 //   Head Decode(a, b, h): the block's scales for rows 8h .. 8h + 7 (d as f32, neg_dmin with kMin,
 //     integer sub-block scales, mins in int16 pairs: low half the even sub-block);
+//   Scale(head, a, h, s): sub-block s's integer scales (types with sub-blocks);
 //   ForEachSub(a, head, h, f): calls f(s, v) for every sub-block s, v[kSub / 4] its codes
 //     (value + kOffset, unsigned, at most kMaxCode);
 //   kBlockBytes: a block's bytes in a chunk, its codes and half a d unit where the type has
@@ -72,11 +73,6 @@ HWY_INLINE __m256i Iq4Table() {
     alignas(16) uint8_t biased[16];
     for (int i = 0; i < 16; ++i) biased[i] = static_cast<uint8_t>(kvalues_iq4nl[i] + 128);
     return Pattern(_mm_load_si128(reinterpret_cast<const __m128i*>(biased)));
-}
-
-// Bits of `first` where `mask` is set, else those of `second`.
-HWY_INLINE __m256i Select(__m256i first, __m256i second, __m256i mask) {
-    return _mm256_or_si256(_mm256_and_si256(first, mask), _mm256_andnot_si256(mask, second));
 }
 
 // The 32-value types (one sub-block; the scale d in the d unit).
@@ -233,6 +229,9 @@ struct KQuant {
     static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t*, int h) {
         return DecodeK4Head(a, h);
     }
+    static HWY_INLINE __m256i Scale(const Head& head, const uint8_t*, int, int s) {
+        return head.scale[s];
+    }
 };
 
 // Q4_K: words 4 + 8 pair + j hold group j of sub-block 2 pair (low nibbles) and of 2 pair + 1
@@ -282,23 +281,19 @@ struct Q6_K {
     static constexpr bool kMin = false;
     struct Head {
         __m256 d;
-        __m256i scale[16];
     };
-    static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t* b, int h) {
-        Head head;
-        head.d = DUnitScales(b, h);
-        for (int k = 0; k < 4; ++k) {  // 4 scales per word
-            const __m256i words = Word(a, k, h);
-            for (int i = 0; i < 4; ++i) {
-                head.scale[4 * k + i] = _mm256_srai_epi32(_mm256_slli_epi32(words, 24 - 8 * i), 24);
-            }
-        }
-        return head;
+    static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b, int h) {
+        return {DUnitScales(b, h)};
+    }
+    // Sub-block s's scale, read from its word as it is needed: the 16 decoded at once did not fit
+    // the registers and went through the stack.
+    static HWY_INLINE __m256i Scale(const Head&, const uint8_t* a, int h, int s) {
+        const int k = s / 4, i = s % 4;  // 4 scales per word
+        return _mm256_srai_epi32(_mm256_slli_epi32(Word(a, k, h), 24 - 8 * i), 24);
     }
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
-        const __m256i low6 = _mm256_set1_epi8(0x3F);
-        const __m256i low2 = _mm256_set1_epi8(0x03), low4 = _mm256_set1_epi8(0x0F);
+        const __m256i low6 = _mm256_set1_epi8(0x3F), high2 = _mm256_set1_epi8(-0x40);
 #pragma GCC unroll 16
         for (int k = 0; k < 16; ++k) {
             const __m256i u0 = Word(a, 4 + 3 * k, h), u1 = Word(a, 5 + 3 * k, h);
@@ -307,11 +302,12 @@ struct Q6_K {
             v[0] = _mm256_and_si256(u0, low6);
             v[1] = _mm256_and_si256(u1, low6);
             v[2] = _mm256_and_si256(u2, low6);
-            // Bits 6-7 of u0, u1, u2 to bits 0-1, 2-3, 4-5 (16-bit shifts: the selections and
-            // the last mask drop what crosses from the next byte).
-            const __m256i x = Select(_mm256_srli_epi16(u0, 6), _mm256_srli_epi16(u1, 4), low2);
-            const __m256i y = Select(x, _mm256_srli_epi16(u2, 2), low4);
-            v[3] = _mm256_and_si256(y, low6);
+            // Bits 6-7 of u0, u1, u2 to bits 0-1, 2-3, 4-5: masked before the 16-bit shifts, so
+            // nothing crosses from the next byte (8 instructions; selecting after them took 10).
+            auto top2 = [high2](__m256i u, int shift) HWY_ATTR {
+                return _mm256_srli_epi16(_mm256_and_si256(u, high2), shift);
+            };
+            v[3] = _mm256_or_si256(_mm256_or_si256(top2(u0, 6), top2(u1, 4)), top2(u2, 2));
             f(k, v);
         }
     }
@@ -340,6 +336,9 @@ struct Iq4Xs {
                                              _mm256_set1_epi32(32));
         }
         return head;
+    }
+    static HWY_INLINE __m256i Scale(const Head& head, const uint8_t*, int, int s) {
+        return head.scale[s];
     }
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
