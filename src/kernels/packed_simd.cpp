@@ -241,10 +241,6 @@ void FillPanel(const PackedChunk& g, const IntPanel& panel) {
 // saturate: they go back to signed values (xor 0x80) and multiply as |w| x sign(a, w), a sum that
 // needs no correction.
 //
-// dot[t] = the exact dot product of one sub-block's codes v with token t's activations (act: the
-// sub-block's first group of token 0, groups W tokens apart; corr: token 0's correction), times
-// `widen` where the pairs are widened (ones, or a K-quant sub-block's scale in both 16-bit halves
-// of each lane: one vpmaddwd instead of a vpmulld on the sum; codes without an offset only).
 // One column group of codes stored + 128 (Q8_0, IQ4) against 4 activations x4 (each 32-bit lane):
 // w = codes ^ 0x80 as signed values, |w| x sign(x4, w) in 16-bit pairs, widened to each row's sum.
 HWY_INLINE __m256i SignedGroupDotAvx2(__m256i w, __m256i w_abs, __m256i x4) {
@@ -258,11 +254,16 @@ template <int kOffset>
 HWY_INLINE __m256i OffsetCorrectionAvx2(const int32_t* corr) {
     static_assert(kOffset > 0 && kOffset <= 128 && (kOffset & (kOffset - 1)) == 0);
     constexpr int kShift = 7 - std::countr_zero(static_cast<unsigned>(kOffset));
+    static_assert(OffsetCorrection(-128 * 37, kOffset) == (-128 * 37) >> kShift);
     const __m256i c =
         _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(corr)));
     return _mm256_srai_epi32(c, kShift);
 }
 
+// dot[t] = the exact dot product of one sub-block's codes v with token t's activations (act: the
+// sub-block's first group of token 0, groups W tokens apart; corr: token 0's correction), times
+// `widen` where the pairs are widened (ones, or a K-quant sub-block's scale in both 16-bit halves
+// of each lane: one vpmaddwd instead of a vpmulld on the sum; codes without an offset only).
 template <class Tr, int T, int W>
 HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int32_t* corr,
                                  __m256i widen, __m256i (&dot)[T]) {
