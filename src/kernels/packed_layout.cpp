@@ -1,5 +1,5 @@
 // The interleaved weight layout (packed_layout.h), built once at load: a word-by-word
-// transposition of 16 rows, the fifth bits of Q5_0 and Q5_K as byte masks, Q6_K's 6-bit codes
+// transposition of 16 rows, the fifth bits of Q5_0 and Q5_K as bit planes, Q6_K's 6-bit codes
 // four to three bytes.
 
 #include "kernels/packed_layout.h"
@@ -31,41 +31,32 @@ void put_words(const uint8_t* block, int r, int offset, int n_words, uint8_t* ds
     }
 }
 
-// Row r's bits of n_masks byte masks (bit 4r + c of mask m is bit(block, m, c)), or-ed into the
-// masks at dst (zero before the first row).
-template <class Bit>
-void put_masks(const uint8_t* block, int r, int n_masks, uint8_t* dst, Bit bit) {
-    for (int m = 0; m < n_masks; ++m) {
-        uint64_t mask;
-        std::memcpy(&mask, dst + 8 * m, 8);
-        for (int c = 0; c < 4; ++c) {
-            mask |= static_cast<uint64_t>(bit(block, m, c) & 1) << (4 * r + c);
-        }
-        std::memcpy(dst + 8 * m, &mask, 8);
+// Row r's fifth bits of one 32-value run as a bit plane (packed_layout.h): byte 4r + c of the unit
+// at dst gets in bit g the fifth bit of column 4g + c, fifth_bit(column).
+template <class FifthBit>
+void put_plane(int r, uint8_t* dst, FifthBit fifth_bit) {
+    for (int c = 0; c < 4; ++c) {
+        uint8_t byte = 0;
+        for (int g = 0; g < 8; ++g) byte |= static_cast<uint8_t>((fifth_bit(4 * g + c) & 1) << g);
+        dst[4 * r + c] = byte;
     }
 }
 
-// Q5_0: bit c of qh (bytes 2-5) is the fifth bit of value c; mask g covers values 4g .. 4g + 3,
-// so it takes qh's bits 4g .. 4g + 3 at 4r .. 4r + 3.
+// Q5_0: bit c of qh (bytes 2-5) is the fifth bit of value c.
 void pack_q5_0(const uint8_t* block, int r, uint8_t* a) {
     put_words(block, r, 6, 4, a);
     const uint32_t qh = load32(block + 2);
-    for (int g = 0; g < 8; ++g) {
-        uint64_t mask;
-        std::memcpy(&mask, a + 4 * 64 + 8 * g, 8);
-        mask |= static_cast<uint64_t>((qh >> (4 * g)) & 0xF) << (4 * r);
-        std::memcpy(a + 4 * 64 + 8 * g, &mask, 8);
-    }
+    put_plane(r, a + 4 * 64, [qh](int column) { return qh >> column; });
 }
 
-// Q5_K: bit s of qh[l] (bytes 16-47) is the fifth bit of value l of sub-block s; mask j of
-// sub-block s's unit covers values 4j .. 4j + 3. Per pair of sub-blocks 2q, 2q + 1 (units
-// 4 + 10q ..): their two mask units, then the 8 words of qs that hold both (bytes 48 + 32q ..).
+// Q5_K: bit s of qh[l] (bytes 16-47) is the fifth bit of value l of sub-block s. Per pair of
+// sub-blocks 2q, 2q + 1 (units 4 + 10q ..): their two planes, then the 8 words of qs that hold
+// both (bytes 48 + 32q ..).
 void pack_q5_k(const uint8_t* block, int r, uint8_t* a) {
     put_words(block, r, 0, 4, a);
     for (int s = 0; s < 8; ++s) {
-        put_masks(block, r, 8, a + 64 * (4 + 10 * (s / 2) + s % 2),
-                  [s](const uint8_t* b, int j, int c) { return b[16 + 4 * j + c] >> s; });
+        put_plane(r, a + 64 * (4 + 10 * (s / 2) + s % 2),
+                  [block, s](int column) { return block[16 + column] >> s; });
     }
     for (int q = 0; q < 4; ++q) put_words(block, r, 48 + 32 * q, 8, a + 64 * (6 + 10 * q));
 }

@@ -24,10 +24,13 @@
 //       16 rows: row r's copy at 4r. Quant nibbles stay as they are (byte k of a word holds
 //       columns k and k + 16 of a 32-value block, or of a pair of K-quant sub-blocks); Q8_0's
 //       bytes are stored XOR 0x80 (value + 128, the unsigned operand of vpdpbusd).
-//     bit masks (Q5_0, Q5_K): the fifth bits of the values as AVX-512 byte masks, 8 per unit:
-//       mask m holds one bit of each value of a column group, bit 4r + c for row r and column c
-//       of the group, in the vector's byte order. A kernel adds 16 to the nibbles under the mask
-//       (one masked vpaddb) instead of shifting qh into place.
+//     bit planes (Q5_0, Q5_K): the fifth bits of 32 values (8 column groups) in one unit, laid
+//       out as the codes they complete: byte 4r + c holds in bit g the fifth bit of row r's
+//       column c of column group g. The AVX-512 kernels turn bit g into a byte mask (one
+//       vptestmb) and add 16 under it; the AVX2 ones shift bit g to bit 4 (one 16-bit shift and
+//       a mask) and or it in. Byte masks (one 64-bit mask per group, loaded into a k register)
+//       took AVX2 6 instructions a group to spread: one Zen 4 core decoded Q5_0 from L3 at
+//       18.5-19.2 GB/s with them, 25.5-26.2 with the planes (Q5_K 17-18 -> 21-23).
 //     6-bit codes (Q6_K): the codes (value + 32) of 4 column groups G0-G3 in 3 units, G0-G2 in
 //       the low 6 bits of each byte and G3's bits 2i, 2i + 1 in bits 6-7 of unit i: three masks
 //       decode G0-G2 and three shifts, two bit selections and a mask G3.
@@ -40,10 +43,11 @@
 //   Q4_0    18 B: 4 words of qs;                                                   d
 //   IQ4_NL  18 B: 4 words of qs;                                                   d
 //   Q8_0    34 B: 8 words of qs ^ 0x80 (column group g = word g);                   d
-//   Q5_0    22 B: 4 words of qs, 1 unit of masks (fifth bit; mask g: column group g); d
+//   Q5_0    22 B: 4 words of qs, 1 plane (fifth bits; bit g: column group g);        d
 //   Q4_K   144 B: 4 words (d|dmin, 12 bytes of scales), 32 words of qs;            -
-//   Q5_K   176 B: 4 words (d|dmin, scales), then per pair of sub-blocks 2q, 2q + 1: 2 units of
-//                 masks (fifth bits; mask j of sub-block s: column group j), 8 words of qs; -
+//   Q5_K   176 B: 4 words (d|dmin, scales), then per pair of sub-blocks 2q, 2q + 1: 2 planes
+//                 (fifth bits of sub-block 2q, then 2q + 1; bit j: column group j), 8 words of
+//                 qs;                                                              -
 //   Q6_K   210 B: 4 words of scales, 48 units of codes (units 4 + 3k .. 4 + 3k + 2: sub-block k
 //                 of 16 values);                                                   d
 //   IQ4_XS 136 B: 34 words (d|scales_h, scales_l, 32 of qs);                        -

@@ -370,12 +370,12 @@ HWY_INLINE void Block32OneTokenAvx2(const PackedChunk& g, const IntActivations& 
             }
         } else {
             // Word j: columns 4j .. 4j + 3 in its low nibbles, 16 + 4j .. in its high ones; Q5_0
-            // adds the fifth bits of unit 4 (mask g: column group g).
+            // adds the fifth bits of unit 4 (bit g: column group g).
             constexpr bool kFifthBit = std::is_same_v<Tr, packed::Q5_0>;
             static_assert(kFifthBit || std::is_same_v<Tr, packed::Q4_0>);
             auto codes = [pa](__m256i nibbles, int group, int h) HWY_ATTR {
                 if constexpr (!kFifthBit) return nibbles;
-                return packed::AddUnder(nibbles, pa + 4 * 64, group, h, 0x10);
+                return packed::WithFifthBit(nibbles, packed::Word(pa, 4, h), group);
             };
             // The codes are value + kOffset: start at -kOffset * sum(a).
             dot[0] = dot[1] = OffsetCorrectionAvx2<Tr::kOffset>(corr + local);

@@ -23,7 +23,6 @@
 #endif
 
 #include <cstdint>
-#include <cstring>
 
 #include "hwy/highway.h"
 #include "quant/block_types.h"
@@ -119,33 +118,25 @@ struct Iq4Nl : Block32 {
     }
 };
 
-// v + add in the bytes under mask m of the unit at `masks`: rows 8h .. 8h + 7 are its 32 bits
-// 32h .. 32h + 31 (bit 4r + c: byte 4r + c of the half), spread to one byte per bit.
-HWY_INLINE __m256i AddUnder(__m256i v, const uint8_t* masks, int m, int h, char add) {
-    uint32_t bits;
-    std::memcpy(&bits, masks + 8 * m + 4 * h, 4);
-    // Byte i takes mask byte i / 8 (bytes 0-1 in the low lane, 2-3 in the high one), then tests
-    // its bit i % 8.
-    const __m256i spread =
-        _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
-                            _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2,
-                                             2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-    const __m256i bit = Pattern(_mm_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL)));
-    const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
-    return _mm256_add_epi8(v, _mm256_and_si256(set, _mm256_set1_epi8(add)));
+// Codes v (nibbles, bit 4 clear) with the fifth bits of column group g from half h of the bit
+// plane (packed_layout.h): bit g of each byte shifted to bit 4. The 16-bit shifts carry bits
+// across bytes, but never to bit 4 of the other byte, and the mask drops them.
+HWY_INLINE __m256i WithFifthBit(__m256i v, __m256i plane, int g) {
+    const __m256i at4 = g <= 4 ? _mm256_slli_epi16(plane, 4 - g) : _mm256_srli_epi16(plane, g - 4);
+    return _mm256_or_si256(v, _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
 }
 
-// Q5_0: words 0-3 the nibbles as Q4_0's, unit 4 the fifth bits (mask g: column group g).
+// Q5_0: words 0-3 the nibbles as Q4_0's, unit 4 the fifth bits (bit g: column group g).
 struct Q5_0 : Block32 {
     static constexpr int kOffset = 16, kMaxCode = 31, kBlockBytes = 5 * 64 + 32;
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
-        const uint8_t* masks = a + 4 * 64;
+        const __m256i plane = Word(a, 4, h);
         __m256i v[8];
         for (int j = 0; j < 4; ++j) {
             const __m256i w = Word(a, j, h);
-            v[j] = AddUnder(Low4(w), masks, j, h, 0x10);
-            v[4 + j] = AddUnder(High4(w), masks, 4 + j, h, 0x10);
+            v[j] = WithFifthBit(Low4(w), plane, j);
+            v[4 + j] = WithFifthBit(High4(w), plane, 4 + j);
         }
         f(0, v);
     }
@@ -253,7 +244,7 @@ struct Q4_K : KQuant {
 };
 
 // Q5_K: as Q4_K, the words of sub-blocks 2q and 2q + 1 at 6 + 10q .. and before them their
-// fifth bits, units 4 + 10q and 5 + 10q (mask j: column group j). Codes = values (0-31).
+// fifth bits, planes 4 + 10q and 5 + 10q (bit j: column group j). Codes = values (0-31).
 struct Q5_K : KQuant {
     static constexpr int kMaxCode = 31, kBlockBytes = 44 * 64;
     template <class F>
@@ -261,11 +252,11 @@ struct Q5_K : KQuant {
 #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
             const int pair = 4 + 10 * (s / 2);
-            const uint8_t* masks = a + 64 * (pair + s % 2);
+            const __m256i plane = Word(a, pair + s % 2, h);
             __m256i v[8];
             for (int j = 0; j < 8; ++j) {
                 const __m256i w = Word(a, pair + 2 + j, h);
-                v[j] = AddUnder(s % 2 == 0 ? Low4(w) : High4(w), masks, j, h, 0x10);
+                v[j] = WithFifthBit(s % 2 == 0 ? Low4(w) : High4(w), plane, j);
             }
             f(s, v);
         }

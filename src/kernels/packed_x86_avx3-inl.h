@@ -21,7 +21,6 @@
 #endif
 
 #include <cstdint>
-#include <cstring>
 
 #include "hwy/highway.h"
 #include "quant/block_types.h"
@@ -107,19 +106,15 @@ struct Iq4Nl {
     }
 };
 
-// Mask m of the unit at `masks` (see packed_layout.h).
-HWY_INLINE __mmask64 MaskAt(const uint8_t* masks, int m) {
-    uint64_t bits;
-    std::memcpy(&bits, masks + 8 * m, 8);
-    return _cvtu64_mask64(bits);
+// Codes v (nibbles) plus 16 in the bytes whose bit g of the bit plane (packed_layout.h) is set:
+// the fifth bits of column group g.
+HWY_INLINE __m512i WithFifthBit(__m512i v, __m512i plane, int g) {
+    const __mmask64 set =
+        _mm512_test_epi8_mask(plane, _mm512_set1_epi8(static_cast<char>(1 << g)));
+    return _mm512_mask_add_epi8(v, set, v, _mm512_set1_epi8(0x10));
 }
 
-// v + add in the bytes under mask m.
-HWY_INLINE __m512i AddUnder(__m512i v, const uint8_t* masks, int m, char add) {
-    return _mm512_mask_add_epi8(v, MaskAt(masks, m), v, _mm512_set1_epi8(add));
-}
-
-// Q5_0: words 0-3 the nibbles as Q4_0's, unit 4 the fifth bits (mask g: column group g).
+// Q5_0: words 0-3 the nibbles as Q4_0's, unit 4 the fifth bits (bit g: column group g).
 struct Q5_0 {
     static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 16;
     static constexpr bool kMin = false;
@@ -127,12 +122,12 @@ struct Q5_0 {
     static HWY_INLINE Head Decode(const uint8_t*, const uint8_t* b) { return {DUnitScales(b)}; }
     template <class F>
     static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, F&& f) {
-        const uint8_t* masks = a + 4 * 64;
+        const __m512i plane = Word(a, 4);
         __m512i v[8];
         for (int j = 0; j < 4; ++j) {
             const __m512i w = Word(a, j);
-            v[j] = AddUnder(Low4(w), masks, j, 0x10);
-            v[4 + j] = AddUnder(High4(w), masks, 4 + j, 0x10);
+            v[j] = WithFifthBit(Low4(w), plane, j);
+            v[4 + j] = WithFifthBit(High4(w), plane, 4 + j);
         }
         f(0, v);
     }
@@ -230,7 +225,7 @@ struct Q4_K {
 };
 
 // Q5_K: as Q4_K, the words of sub-blocks 2q and 2q + 1 at 6 + 10q .. and before them their
-// fifth bits, units 4 + 10q and 5 + 10q (mask j: column group j). Codes = values (0-31).
+// fifth bits, planes 4 + 10q and 5 + 10q (bit j: column group j). Codes = values (0-31).
 struct Q5_K {
     static constexpr int kBlockValues = 256, kSub = 32, kSubs = 8, kOffset = 0;
     static constexpr bool kMin = true;
@@ -241,11 +236,11 @@ struct Q5_K {
 #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
             const int pair = 4 + 10 * (s / 2);
-            const uint8_t* masks = a + 64 * (pair + s % 2);
+            const __m512i plane = Word(a, pair + s % 2);
             __m512i v[8];
             for (int j = 0; j < 8; ++j) {
                 const __m512i w = Word(a, pair + 2 + j);
-                v[j] = AddUnder(s % 2 == 0 ? Low4(w) : High4(w), masks, j, 0x10);
+                v[j] = WithFifthBit(s % 2 == 0 ? Low4(w) : High4(w), plane, j);
             }
             f(s, v);
         }

@@ -71,35 +71,15 @@ struct PackedReader {
     uint8_t word_byte(int64_t block, int u, int r, int k) const {
         return unit(block, u)[4 * r + k];
     }
-    // Bit 4r + c of mask m of the masks starting at unit u.
-    int mask_bit(int64_t block, int u, int m, int r, int c) const {
-        uint64_t mask;
-        std::memcpy(&mask, unit(block, u) + 8 * m, 8);
-        return static_cast<int>((mask >> (4 * r + c)) & 1);
+    // Bit g of byte 4r + c of the bit plane at unit u: the fifth bit of row r's column c of
+    // column group g.
+    int plane_bit(int64_t block, int u, int g, int r, int c) const {
+        return (word_byte(block, u, r, c) >> g) & 1;
     }
-    // True for the units of masks (8 masks each), false for word units.
-    bool mask_unit(int u) const {
-        switch (type) {
-            case GgmlType::Q5_0:
-                return u == 4;
-            case GgmlType::Q5_K:  // per pair of sub-blocks, 2 mask units then 8 word units
-                return u >= 4 && (u - 4) % 10 < 2;
-            default:
-                return false;
-        }
-    }
-    // Row r's 4 bytes of a word unit, or its 4 bits of each of a mask unit's 8 masks: all zero?
+    // Row r's 4 bytes of unit u (a word or a bit plane): all zero?
     bool row_is_zero(int64_t block, int u, int r) const {
-        if (!mask_unit(u)) {
-            for (int k = 0; k < 4; ++k) {
-                if (word_byte(block, u, r, k) != 0) return false;
-            }
-            return true;
-        }
-        for (int m = 0; m < 8; ++m) {
-            for (int c = 0; c < 4; ++c) {
-                if (mask_bit(block, u, m, r, c) != 0) return false;
-            }
+        for (int k = 0; k < 4; ++k) {
+            if (word_byte(block, u, r, k) != 0) return false;
         }
         return true;
     }
@@ -128,15 +108,15 @@ struct PackedReader {
                 return static_cast<int8_t>(word_byte(block, col / 4, r, c) ^ 0x80);
             case GgmlType::Q5_0: {
                 const int g = col / 4;
-                return (nibble(g % 4, c, g >= 4) | mask_bit(block, 4, g, r, c) << 4) - 16;
+                return (nibble(g % 4, c, g >= 4) | plane_bit(block, 4, g, r, c) << 4) - 16;
             }
             case GgmlType::Q4_K:
             case GgmlType::Q5_K: {
                 const int s = col / 32, j = col % 32 / 4;
                 if (type == GgmlType::Q4_K) return nibble(4 + 8 * (s / 2) + j, c, s % 2 == 1);
-                const int pair = 4 + 10 * (s / 2);  // the pair's mask units, then its words
-                return nibble(pair + 2 + j, c, s % 2 == 1) | mask_bit(block, pair + s % 2, j, r, c)
-                                                                 << 4;
+                const int pair = 4 + 10 * (s / 2);  // the pair's planes, then its words
+                return nibble(pair + 2 + j, c, s % 2 == 1) |
+                       plane_bit(block, pair + s % 2, j, r, c) << 4;
             }
             case GgmlType::Q6_K: {
                 const int k = col / 16, i = col % 16 / 4;
