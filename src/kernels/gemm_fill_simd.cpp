@@ -7,6 +7,7 @@
 // in a few instructions per block and row. Other targets, types and the last, partial panel of a
 // matrix report "not handled" and take the scalar path.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -615,28 +616,15 @@ HWY_INLINE __m512 LoadRow16(const uint8_t* p, int count) {
     }
 }
 
-// Columns [0, n_cols) of the 16 rows at base (row r at base + r * row_bytes); prefetches what
-// the next panel or chunk reads, prefetch_delta bytes further, as the integer panels do.
+// The float fill's step (FillFloat): `count` (<= kFloatColumns) columns of the 16 rows at base
+// (row r at base + r * row_bytes) into the panel's first `count` columns.
+constexpr int kFloatColumns = 16;
 template <GgmlType kType>
-void FillFloat(const uint8_t* base, int64_t row_bytes, int64_t n_cols, float* panel,
-               int64_t prefetch_delta) {
-    constexpr int64_t kElem = kType == GgmlType::F32 ? 4 : 2;
-    for (int64_t k0 = 0; k0 < n_cols; k0 += 16) {
-        if (prefetch_delta != 0 && (k0 * kElem) % 64 == 0) {
-            for (int r = 0; r < kPanelRows; ++r) {
-                _mm_prefetch(reinterpret_cast<const char*>(base + r * row_bytes + k0 * kElem +
-                                                           prefetch_delta),
-                             _MM_HINT_T0);
-            }
-        }
-        const int count = static_cast<int>(n_cols - k0 < 16 ? n_cols - k0 : 16);
-        __m512 v[16];
-        for (int r = 0; r < kPanelRows; ++r) {
-            v[r] = LoadRow16<kType>(base + r * row_bytes + k0 * kElem, count);
-        }
-        Transpose16x16(v);
-        for (int k = 0; k < count; ++k) _mm512_store_ps(panel + (k0 + k) * kPanelRows, v[k]);
-    }
+HWY_INLINE void FillFloatColumns(const uint8_t* base, int64_t row_bytes, int count, float* panel) {
+    __m512 v[16];
+    for (int r = 0; r < kPanelRows; ++r) v[r] = LoadRow16<kType>(base + r * row_bytes, count);
+    Transpose16x16(v);
+    for (int k = 0; k < count; ++k) _mm512_store_ps(panel + k * kPanelRows, v[k]);
 }
 
 #else
@@ -694,31 +682,15 @@ HWY_INLINE __m256 LoadRow8(const uint8_t* p, int count) {
     }
 }
 
-// As the AVX-512 FillFloat: columns [0, n_cols) of the 16 rows at base, the next panel's bytes
-// prefetched prefetch_delta further.
+// As the AVX-512 FillFloatColumns, 8 columns and half the rows at a time.
+constexpr int kFloatColumns = 8;
 template <GgmlType kType>
-void FillFloat(const uint8_t* base, int64_t row_bytes, int64_t n_cols, float* panel,
-               int64_t prefetch_delta) {
-    constexpr int64_t kElem = kType == GgmlType::F32 ? 4 : 2;
-    for (int64_t k0 = 0; k0 < n_cols; k0 += 8) {
-        if (prefetch_delta != 0 && (k0 * kElem) % 64 == 0) {
-            for (int r = 0; r < kPanelRows; ++r) {
-                _mm_prefetch(reinterpret_cast<const char*>(base + r * row_bytes + k0 * kElem +
-                                                           prefetch_delta),
-                             _MM_HINT_T0);
-            }
-        }
-        const int count = static_cast<int>(n_cols - k0 < 8 ? n_cols - k0 : 8);
-        for (int half = 0; half < 2; ++half) {
-            __m256 v[8];
-            for (int r = 0; r < 8; ++r) {
-                v[r] = LoadRow8<kType>(base + (8 * half + r) * row_bytes + k0 * kElem, count);
-            }
-            Transpose8x8(v);
-            for (int k = 0; k < count; ++k) {
-                _mm256_store_ps(panel + (k0 + k) * kPanelRows + 8 * half, v[k]);
-            }
-        }
+HWY_INLINE void FillFloatColumns(const uint8_t* base, int64_t row_bytes, int count, float* panel) {
+    for (int half = 0; half < 2; ++half) {
+        __m256 v[8];
+        for (int r = 0; r < 8; ++r) v[r] = LoadRow8<kType>(base + (8 * half + r) * row_bytes, count);
+        Transpose8x8(v);
+        for (int k = 0; k < count; ++k) _mm256_store_ps(panel + k * kPanelRows + 8 * half, v[k]);
     }
 }
 
@@ -727,6 +699,26 @@ void FillFloat(const uint8_t* base, int64_t row_bytes, int64_t n_cols, float* pa
 #endif  // HWY_TARGET == HWY_AVX3
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+
+// Columns [0, n_cols) of the 16 rows at base (row r at base + r * row_bytes), kFloatColumns at a
+// time; asks for what the next panel or chunk reads, prefetch_delta bytes further, once per
+// 64-byte line of each row, as the integer panels do.
+template <GgmlType kType>
+void FillFloat(const uint8_t* base, int64_t row_bytes, int64_t n_cols, float* panel,
+               int64_t prefetch_delta) {
+    constexpr int64_t kElem = kType == GgmlType::F32 ? 4 : 2;
+    for (int64_t k0 = 0; k0 < n_cols; k0 += kFloatColumns) {
+        if (prefetch_delta != 0 && (k0 * kElem) % 64 == 0) {
+            for (int r = 0; r < kPanelRows; ++r) {
+                _mm_prefetch(reinterpret_cast<const char*>(base + r * row_bytes + k0 * kElem +
+                                                           prefetch_delta),
+                             _MM_HINT_T0);
+            }
+        }
+        const int count = static_cast<int>(std::min<int64_t>(n_cols - k0, kFloatColumns));
+        FillFloatColumns<kType>(base + k0 * kElem, row_bytes, count, panel + k0 * kPanelRows);
+    }
+}
 
 bool FillFloatPanel(const WeightMatrix& w, int64_t row_begin, int64_t col_begin, int64_t n_cols,
                     float* panel, int64_t prefetch_delta) {
