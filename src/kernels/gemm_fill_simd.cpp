@@ -1,11 +1,12 @@
 // AVX-512 unpacking of whole 16-row panels (see matmul_internal.h) for the commonest types:
-// Q4_0, Q5_0, Q8_0, Q4_K and Q6_K, and F32 / F16 / BF16 into float panels (those also on AVX2). The panel interleaves the rows by groups of 4 values, so
-// unpacking is a transposition: the raw quant bytes of the 16 rows are transposed as 32-bit
-// words first (every group of 4 values is one word in the block), then decoded in place, 16 rows
-// at a time, since the decoding (nibble masks, shifts, bias) treats every byte alike. The scalar
-// unpacking (gemm_panels.cpp) spent about a twelfth of the GEMM's time; this does the same work
-// in a few instructions per block and row. Other targets, types and the last, partial panel of a
-// matrix report "not handled" and take the scalar path.
+// Q4_0, Q5_0, Q8_0, Q4_K and Q6_K, and F32 / F16 / BF16 into float panels (those also on
+// AVX2). The panel interleaves the rows by groups of 4 values, so unpacking is a transposition:
+// the raw quant bytes of the 16 rows are transposed as 32-bit words first (every group of 4
+// values is one word in the block), then decoded in place, 16 rows at a time, since the decoding
+// (nibble masks, shifts, bias) treats every byte alike. The scalar unpacking (gemm_panels.cpp)
+// spent about a twelfth of the GEMM's time; this does the same work in a few instructions per
+// block and row. Other targets, types and the last, partial panel of a matrix report "not
+// handled" and take the scalar path.
 
 #include <algorithm>
 #include <cstddef>
