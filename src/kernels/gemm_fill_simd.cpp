@@ -628,17 +628,7 @@ HWY_INLINE void FillFloatColumns(const uint8_t* base, int64_t row_bytes, int cou
     for (int k = 0; k < count; ++k) _mm512_store_ps(panel + k * kPanelRows, v[k]);
 }
 
-#else
-
-bool FillIntPanel(const WeightMatrix&, int64_t, int64_t, const IntPanel&, int64_t) {
-    return false;
-}
-bool GemvPanel(const WeightMatrix&, int64_t, int64_t, int64_t, const IntActivations&, float*, bool,
-               int64_t) {
-    return false;
-}
-
-#if HWY_TARGET == HWY_AVX2
+#elif HWY_TARGET == HWY_AVX2
 
 // Float panels on AVX2, 8 rows and 8 columns at a time. The scalar fill stored one float at a
 // time: on a Zen 4 without AVX-512 a one-token matmul of the MoE router (16 x 1024 f32, in the
@@ -668,11 +658,11 @@ HWY_INLINE void Transpose8x8(__m256 (&v)[8]) {
 // `count` (<= 8) values of a row from `p` as f32 (the rest 0).
 template <GgmlType kType>
 HWY_INLINE __m256 LoadRow8(const uint8_t* p, int count) {
-    constexpr int kElem = kType == GgmlType::F32 ? 4 : 2;
-    alignas(32) uint8_t tail[32] = {};
-    if (count < 8) {
+    if (count < 8) {  // a row's last columns: through a zeroed copy, never past the row
+        constexpr int kElem = kType == GgmlType::F32 ? 4 : 2;
+        alignas(32) uint8_t tail[32] = {};
         std::memcpy(tail, p, static_cast<std::size_t>(count * kElem));
-        p = tail;
+        return LoadRow8<kType>(tail, 8);
     }
     if constexpr (kType == GgmlType::F32) {
         return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
@@ -695,9 +685,19 @@ HWY_INLINE void FillFloatColumns(const uint8_t* base, int64_t row_bytes, int cou
     }
 }
 
-#endif  // HWY_TARGET == HWY_AVX2
+#endif  // HWY_TARGET == HWY_AVX3, HWY_AVX2
 
-#endif  // HWY_TARGET == HWY_AVX3
+#if HWY_TARGET != HWY_AVX3
+
+bool FillIntPanel(const WeightMatrix&, int64_t, int64_t, const IntPanel&, int64_t) {
+    return false;
+}
+bool GemvPanel(const WeightMatrix&, int64_t, int64_t, int64_t, const IntActivations&, float*, bool,
+               int64_t) {
+    return false;
+}
+
+#endif  // HWY_TARGET != HWY_AVX3
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
 

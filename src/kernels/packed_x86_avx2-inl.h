@@ -5,8 +5,9 @@
 //
 // The traits mirror packed_x86_avx3-inl.h's, per half:
 //   Head Decode(a, b, h): the block's scales for rows 8h .. 8h + 7 (d as f32, neg_dmin with kMin,
-//     integer sub-block scales, mins in int16 pairs: low half the even sub-block);
-//   Scale(head, a, h, s): sub-block s's integer scales (types with sub-blocks);
+//     mins in int16 pairs: low half the even sub-block; what else the type's Scale needs);
+//   Scale(head, a, h, s): sub-block s's integer scales (types with sub-blocks; Q6_K reads them
+//     from its words, the others from the head);
 //   ForEachSub(a, head, h, f): calls f(s, v) for every sub-block s, v[kSub / 4] its codes
 //     (value + kOffset, unsigned, at most kMaxCode);
 //   kBlockBytes: a block's bytes in a chunk, its codes and half a d unit where the type has
