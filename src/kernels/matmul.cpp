@@ -134,7 +134,6 @@ MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, fl
     // weight once for all of them: below 16 tokens a chunk of columns at a time (next comment),
     // 2.4x faster than repeated GEMV for 8 tokens on Qwen2 0.5B's FFN matrix (896 x 4864 Q4_0,
     // 2 threads), so that 8 sequences decoding together cost a fraction of 8 decoding apart.
-    constexpr int64_t kGemmMinTokens = 16;
     gemm_ = !scalar_ && (mode == MatmulMode::kBatchInvariant || n_tokens > 1);
     // Interleaved weights need no unpacking for few tokens: in either mode they take the
     // GEMM's arithmetic (the kernels multiply as they decode); from kPackedPanelMinTokens on,
@@ -142,15 +141,19 @@ MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, fl
     constexpr int64_t kPackedPanelMinTokens = 32;
     packed_ = !w.packed.empty() && !scalar_ && kernels::packed_kernels_available(w.type);
     if (packed_) gemm_ = true;
-    packed_panels_ = packed_ && n_tokens >= kPackedPanelMinTokens;
+    // Interleaved float weights go to f32 panels from two tokens on (packed_float_simd.cpp).
+    packed_panels_ = packed_ && n_tokens >= (float_weights_ ? 2 : kPackedPanelMinTokens);
     // Below 16 tokens the panels are unpacked a chunk of columns at a time, each chunk multiplied
     // while it is in L1 (a 16-row panel of 4864 Q4_0 columns is 78 KiB, more than L1's 32 KiB):
-    // 16 x 1024 quant bytes, or 16 x 256 floats.
+    // 16 x 1024 quant bytes, or 16 x 256 floats (interleaved float weights: a stripe, as many).
     const int64_t block = block_size(w.type);
     const int64_t chunk_values = float_weights_ ? 256 : 1024;
-    chunk_cols_ = gemm_ && !packed_ && n_tokens < kGemmMinTokens
-                      ? std::min(w.n_cols, std::max(block, chunk_values / block * block))
-                      : w.n_cols;
+    if (gemm_ && n_tokens < kernels::kWholeRowPanelTokens && (!packed_ || float_weights_)) {
+        chunk_cols_ = packed_ ? kernels::packed_layout(w.type, w.n_cols, w.n_rows).stripe_blocks
+                              : std::min(w.n_cols, std::max(block, chunk_values / block * block));
+    } else {
+        chunk_cols_ = w.n_cols;
+    }
     copy_x_ = w.type != GgmlType::F32;
     // Phase 1 hands out pieces of groups of 16 rows that hold about kPieceBytes of weights: a few
     // microseconds each, so that taking one costs little and the last ones even out the threads'
@@ -284,34 +287,41 @@ void MatmulJob::run_panels(int64_t p0, int64_t p1, std::byte* panel_memory) cons
 }
 
 void MatmulJob::run_packed(int i) const {
-    const kernels::IntActivations ia =
-        kernels::int_activations_at(int_act_data_, w_.type, w_.n_cols, n_tokens_);
     const kernels::PackedLayout l = kernels::packed_layout(w_.type, w_.n_cols, w_.n_rows);
+    std::byte* panel_memory =
+        packed_panels_ ? panels_ + panel_bytes_ * static_cast<std::size_t>(i) : nullptr;
     // Band by band (each one sequential run of bytes), whatever range a thread took.
-    const auto for_each_band = [&](int64_t b0, int64_t b1, auto&& fn) {
-        for (int64_t b = b0; b < b1; ++b) fn(l.band_begin(b), l.band_end(b));
-    };
-    if (!packed_panels_) {
+    const auto for_each_band = [&](auto&& fn) {
         row_groups_.run(i, 1, [&](int64_t b0, int64_t b1) {
-            for_each_band(b0, b1, [&](int64_t g0, int64_t g1) {
-                kernels::packed_matmul_simd(w_, g0, g1, ia, n_tokens_, y_);
-            });
+            for (int64_t b = b0; b < b1; ++b) fn(l.band_begin(b), l.band_end(b));
+        });
+    };
+    if (float_weights_) {
+        for_each_band([&](int64_t g0, int64_t g1) {
+            kernels::packed_float_matmul_simd(w_, g0, g1, reinterpret_cast<const float*>(act_data_),
+                                              n_tokens_, y_,
+                                              reinterpret_cast<float*>(panel_memory));
         });
         return;
     }
-    const kernels::IntPanel panel = kernels::int_panel_at(
-        panels_ + panel_bytes_ * static_cast<std::size_t>(i), w_.type, w_.n_cols);
-    row_groups_.run(i, 1, [&](int64_t b0, int64_t b1) {
-        for_each_band(b0, b1, [&](int64_t g0, int64_t g1) {
-            for (int64_t g = g0; g < g1; ++g) {
-                const int64_t row0 = g * kernels::kPackedRows;
-                const int valid =
-                    static_cast<int>(std::min<int64_t>(kernels::kPackedRows, w_.n_rows - row0));
-                kernels::fill_int_panel_packed_simd(w_, g, panel);
-                kernels::gemm_int_panel_simd(panel, ia, 0, n_tokens_, y_ + row0, w_.n_rows, valid,
-                                             false);
-            }
+    const kernels::IntActivations ia =
+        kernels::int_activations_at(int_act_data_, w_.type, w_.n_cols, n_tokens_);
+    if (!packed_panels_) {
+        for_each_band([&](int64_t g0, int64_t g1) {
+            kernels::packed_matmul_simd(w_, g0, g1, ia, n_tokens_, y_);
         });
+        return;
+    }
+    const kernels::IntPanel panel = kernels::int_panel_at(panel_memory, w_.type, w_.n_cols);
+    for_each_band([&](int64_t g0, int64_t g1) {
+        for (int64_t g = g0; g < g1; ++g) {
+            const int64_t row0 = g * kernels::kPackedRows;
+            const int valid =
+                static_cast<int>(std::min<int64_t>(kernels::kPackedRows, w_.n_rows - row0));
+            kernels::fill_int_panel_packed_simd(w_, g, panel);
+            kernels::gemm_int_panel_simd(panel, ia, 0, n_tokens_, y_ + row0, w_.n_rows, valid,
+                                         false);
+        }
     });
 }
 

@@ -27,9 +27,9 @@ struct WeightMatrix {
     int64_t n_rows;  // ne[1]
     std::span<const std::byte> data;  // row r at r * row_size(type, n_cols)
     // The same matrix in the interleaved layout of kernels/packed_layout.h (built at load by the
-    // CPU backend), or empty. When the kernel path has kernels for it (AVX-512), matmul reads
-    // these bytes instead of `data`, with the same results bit for bit (see MatmulMode). Must
-    // start on a 64-byte boundary.
+    // CPU backend), or empty. Where the kernel path has kernels for it (packed_kernels_available
+    // in kernels/matmul_simd.h), matmul reads these bytes instead of `data`, with the same results
+    // bit for bit (see MatmulMode). Must start on a 64-byte boundary.
     std::span<const std::byte> packed = {};
 };
 

@@ -94,37 +94,57 @@ void pack_q6_k(const uint8_t* block, int r, uint8_t* a) {
 }
 
 struct TypeLayout {
-    int64_t a_units;
-    int d_offset;  // offset in the file's block of the f16 d that goes to the d units, -1: none
+    int64_t a_bytes;  // per block (a column of float weights)
+    int d_offset;     // offset in the file's block of the f16 d that goes to the d units, -1: none
 };
 
 bool type_layout(GgmlType type, TypeLayout& t) {
     switch (type) {
         case GgmlType::Q4_0:
         case GgmlType::IQ4_NL:
-            t = {4, 0};
+            t = {64 * 4, 0};
             return true;
         case GgmlType::Q5_0:
-            t = {5, 0};
+            t = {64 * 5, 0};
             return true;
         case GgmlType::Q8_0:
-            t = {8, 0};
+            t = {64 * 8, 0};
             return true;
         case GgmlType::Q4_K:
-            t = {36, -1};
+            t = {64 * 36, -1};
             return true;
         case GgmlType::Q5_K:
-            t = {44, -1};
+            t = {64 * 44, -1};
             return true;
         case GgmlType::Q6_K:
-            t = {52, 208};
+            t = {64 * 52, 208};
             return true;
         case GgmlType::IQ4_XS:
-            t = {34, -1};
+            t = {64 * 34, -1};
+            return true;
+        case GgmlType::F32:
+            t = {kPackedRows * 4, -1};
+            return true;
+        case GgmlType::F16:
+        case GgmlType::BF16:
+            t = {kPackedRows * 2, -1};
             return true;
         default:
             return false;
     }
+}
+
+bool is_float(GgmlType type) {
+    return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16;
+}
+
+// Columns [b0, b0 + nb) of a row of float weights (elements of `Elem`) into a chunk: column b's
+// copy at element b * kPackedRows + r.
+template <class Elem>
+void put_float_columns(const uint8_t* row, int64_t b0, int64_t nb, int r, uint8_t* chunk) {
+    const auto* src = reinterpret_cast<const Elem*>(row) + b0;
+    auto* dst = reinterpret_cast<Elem*>(chunk) + r;
+    for (int64_t b = 0; b < nb; ++b) dst[b * kPackedRows] = src[b];
 }
 
 // Row r's part of the codes of one block.
@@ -167,10 +187,11 @@ PackedLayout packed_layout(GgmlType type, int64_t n_cols, int64_t n_rows) {
     PackedLayout l;
     l.n_blocks = n_cols / block_size(type);
     l.n_groups = (n_rows + kPackedRows - 1) / kPackedRows;
-    l.a_units = t.a_units;
-    l.a_bytes = 64 * t.a_units;
+    l.a_bytes = t.a_bytes;
     l.has_d_units = t.d_offset >= 0;
-    int64_t fit = std::max<int64_t>(1, kStripeBytes / (l.a_bytes + (l.has_d_units ? 32 : 0)));
+    int64_t fit = is_float(type) ? kFloatStripeColumns
+                                 : std::max<int64_t>(1, kStripeBytes /
+                                                            (l.a_bytes + (l.has_d_units ? 32 : 0)));
     if (l.has_d_units) fit = std::max<int64_t>(2, fit & ~int64_t{1});  // whole pairs of blocks
     l.stripe_blocks = std::max<int64_t>(1, std::min(l.n_blocks, fit));
     l.group_bytes = l.n_blocks * l.a_bytes + (l.has_d_units ? align64(l.n_blocks * 32) : 0);
@@ -197,6 +218,15 @@ void repack_groups(const WeightMatrix& w, int64_t group_begin, int64_t group_end
             for (int r = 0; r < kPackedRows; ++r) {
                 const int64_t row = g * kPackedRows + r;
                 if (row >= w.n_rows) break;
+                if (is_float(w.type)) {
+                    const uint8_t* src = data + row * row_bytes;
+                    if (w.type == GgmlType::F32) {
+                        put_float_columns<uint32_t>(src, b0, nb, r, chunk);
+                    } else {
+                        put_float_columns<uint16_t>(src, b0, nb, r, chunk);
+                    }
+                    continue;
+                }
                 const uint8_t* src = data + row * row_bytes + b0 * block_bytes;
                 for (int64_t b = 0; b < nb; ++b) {
                     const uint8_t* block = src + b * block_bytes;

@@ -19,7 +19,7 @@
 // (fifth bits in units of their own) went from 10-11 to 27. Software prefetching only took from
 // that (by 5-25 % at 0.5-8 KiB ahead, every type), so the AVX-512 kernels issue none; the AVX2
 // ones do (Zen 3's prefetchers alone do not keep up: packed_simd.cpp). Per block:
-//   the block's codes (a_bytes = 64 * a_units): 64-byte units of three kinds:
+//   the block's codes (a_bytes, a multiple of 64): 64-byte units of three kinds:
 //     words: unit w is one 32-bit word of the file's block (bytes `offset` + 4w .. + 3) for the
 //       16 rows: row r's copy at 4r. Quant nibbles stay as they are (byte k of a word holds
 //       columns k and k + 16 of a 32-value block, or of a pair of K-quant sub-blocks); Q8_0's
@@ -51,6 +51,12 @@
 //   Q6_K   210 B: 4 words of scales, 48 units of codes (units 4 + 3k .. 4 + 3k + 2: sub-block k
 //                 of 16 values);                                                   d
 //   IQ4_XS 136 B: 34 words (d|scales_h, scales_l, 32 of qs);                        -
+// Float weights (F32, F16, BF16) take the same groups, stripes and bands with a "block" of one
+// column: its 16 rows' values as they are in the file (64 or 32 bytes), row r at element r, so
+// that a chunk is the GEMM's float panel (matmul_internal.h) in the file's element type. In the
+// file's layout the batch-invariant mode transposed 16 rows for every token (Qwen2 0.5B F16
+// decoded 10-12 tokens/s that way, 33 in the GEMV mode); here one token loads each column's 16
+// values as one vector and continues the same per-row chain of multiply-adds.
 // Stripes. Long rows are cut into stripes of stripe_blocks blocks (about kStripeBytes of one
 // group's bytes), each group's part of a stripe (a "chunk") laid out as above, its blocks
 // numbered from the stripe's start. A kernel walks the chunks of a band (below) stripe by
@@ -84,6 +90,9 @@ inline constexpr int kPackedRows = 16;
 // The most bytes of one group's chunk of a stripe (see above; one core, Q5_0 4864 x 896 from DRAM:
 // 8 KiB and 16 KiB as fast as a plain read of the same bytes, 32 KiB 8 % slower).
 inline constexpr int64_t kStripeBytes = 16 * 1024;
+// Float weights' stripes are 256 columns whatever the element size: many tokens multiply a chunk
+// as an f32 panel of 16 KiB, which stays in L1 as the file layout's panels of 256 columns do.
+inline constexpr int64_t kFloatStripeColumns = 256;
 // The most bytes of one stripe of a band (see above): a few microseconds of one thread's work,
 // so that the last bands even out the threads' speeds.
 inline constexpr int64_t kBandBytes = 64 * 1024;
@@ -91,8 +100,7 @@ inline constexpr int64_t kBandBytes = 64 * 1024;
 struct PackedLayout {
     int64_t n_blocks = 0;       // blocks per row
     int64_t n_groups = 0;       // groups of kPackedRows rows
-    int64_t a_units = 0;        // 64-byte units of codes per block
-    int64_t a_bytes = 0;        // bytes of codes per block: 64 * a_units
+    int64_t a_bytes = 0;        // bytes of codes per block
     bool has_d_units = false;   // d units present
     int64_t stripe_blocks = 0;  // blocks per stripe (the last stripe may have fewer); even with
                                 // d units but where one stripe holds the whole row
@@ -132,7 +140,7 @@ struct PackedLayout {
 };
 
 // True for the types with an interleaved layout (Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K,
-// IQ4_XS).
+// IQ4_XS, F32, F16, BF16).
 bool has_packed_layout(GgmlType type);
 
 // The layout of an n_cols x n_rows matrix of `type` (UnsupportedError without one).

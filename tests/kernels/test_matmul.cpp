@@ -208,9 +208,13 @@ void expect_same_bits(const std::vector<float>& y, const std::vector<float>& alo
     }
 }
 
-// True where the interleaved weights take kernels of their own: the AVX-512 path (with or without
-// VNNI) and the AVX2 one. Elsewhere matmul reads the file's layout and the equality is trivial.
+// True where the interleaved weights take kernels of their own: for quantized types the AVX-512
+// path (with or without VNNI) and the AVX2 one, for float types every SIMD path. Elsewhere matmul
+// reads the file's layout and the equality is trivial.
 bool kernels_have_packed(const Path& p, GgmlType type) {
+    if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) {
+        return p.hwy_target != 0;
+    }
     return (p.hwy_target == HWY_AVX3 || p.hwy_target == HWY_AVX2) &&
            kernels::has_packed_layout(type);
 }
@@ -406,7 +410,8 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulInvarianceTest, ::testing::ValuesIn(tes
                          });
 
 // Float weights of any row length (the fixture's rows are multiples of 32): the float panels are
-// unpacked 16 columns at a time, and 37 and 300 leave 5 and 12 over. Random weights; the
+// unpacked 16 columns at a time, and 37 and 300 leave 5 and 12 over; in the interleaved layout
+// 300 columns are a stripe of 256 and one of 44. Random weights; the
 // reference is a double-precision dot of the same rounded activations, within the float
 // rounding of a sum of n terms (n * 2^-24 * sum |w x|).
 TEST(MatmulInvariance, FloatWeightsOfOddRowLengths) {
@@ -428,10 +433,12 @@ TEST(MatmulInvariance, FloatWeightsOfOddRowLengths) {
                     values[i] = type == GgmlType::F16 ? f16_to_f32(h) : bf16_to_f32(h);
                 }
             }
-            const WeightMatrix w{type, cols, kRows, bytes};
+            TestMatrix m{type, cols, kRows, bytes, values, {}};
+            m.pack();
             const std::vector<float> x = make_activations(batch_sizes().back(), cols, 5);
-            for (const Path& p : kernel_paths()) {
+            for (const Path& p : kernel_paths(/*invariant=*/false, /*packed=*/true)) {
                 const std::string what = concat(type_name(type), " ", p.name, ", cols ", cols);
+                const WeightMatrix w = p.packed ? m.packed_view() : m.view();
                 select_path(p);
                 check_invariance(w, x, what);
                 ThreadPool pool(2);
@@ -439,7 +446,12 @@ TEST(MatmulInvariance, FloatWeightsOfOddRowLengths) {
                 constexpr int64_t kTokens = 3;
                 std::vector<float> y(static_cast<std::size_t>(kTokens * kRows));
                 matmul(w, x.data(), kTokens, y.data(), pool, scratch, MatmulMode::kBatchInvariant);
+                std::vector<float> file_layout(y.size());
+                matmul(m.view(), x.data(), kTokens, file_layout.data(), pool, scratch,
+                       MatmulMode::kBatchInvariant);
                 reset_path();
+                expect_same_bits(y, file_layout, kTokens, kRows, what, "interleaved",
+                                 "from the file's layout");
                 for (int64_t t = 0; t < kTokens; ++t) {
                     for (int64_t r = 0; r < kRows; ++r) {
                         double sum = 0, abs_sum = 0;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <string>
 
 #include "common/fixtures.h"
@@ -26,10 +27,16 @@ namespace {
 using kernels::kPackedRows;
 using kernels::PackedLayout;
 
+// The quantized types with an interleaved layout (float_types() have one too, of columns).
 const std::vector<GgmlType>& packed_types() {
     static const std::vector<GgmlType> types = {GgmlType::Q4_0,   GgmlType::Q5_0,  GgmlType::Q8_0,
                                                 GgmlType::IQ4_NL, GgmlType::Q4_K,  GgmlType::Q5_K,
                                                 GgmlType::Q6_K,   GgmlType::IQ4_XS};
+    return types;
+}
+
+const std::vector<GgmlType>& float_types() {
+    static const std::vector<GgmlType> types = {GgmlType::F32, GgmlType::F16, GgmlType::BF16};
     return types;
 }
 
@@ -41,10 +48,10 @@ struct PackedReader {
     int64_t group;          // the row group
 
     // Types with d units: per pair of blocks, the d unit, then the codes of both blocks.
-    int64_t pair_bytes() const { return 64 + 2 * 64 * layout.a_units; }
+    int64_t pair_bytes() const { return 64 + 2 * layout.a_bytes; }
     // One group's chunk of a stripe of nb blocks: the codes, and a d unit per pair of blocks.
     int64_t chunk_bytes(int64_t nb) const {
-        return nb * 64 * layout.a_units + (layout.has_d_units ? 64 * ((nb + 1) / 2) : 0);
+        return nb * layout.a_bytes + (layout.has_d_units ? 64 * ((nb + 1) / 2) : 0);
     }
     // Band after band (band_groups groups, fewer in the last), each holding stripe after stripe,
     // each stripe every one of the band's groups' chunks in turn.
@@ -63,8 +70,8 @@ struct PackedReader {
     }
     const uint8_t* codes(int64_t block) const {
         const int64_t local = block % layout.stripe_blocks;  // in its chunk
-        if (!layout.has_d_units) return chunk(block) + local * 64 * layout.a_units;
-        return chunk(block) + (local / 2) * pair_bytes() + 64 + (local % 2) * 64 * layout.a_units;
+        if (!layout.has_d_units) return chunk(block) + local * layout.a_bytes;
+        return chunk(block) + (local / 2) * pair_bytes() + 64 + (local % 2) * layout.a_bytes;
     }
     const uint8_t* unit(int64_t block, int u) const { return codes(block) + 64 * u; }
     // Byte k (0-3) of row r's copy of word unit u.
@@ -235,7 +242,7 @@ TEST_P(PackedLayoutTest, HoldsEveryValueWhereTheHeaderSays) {
                     const int64_t row = g * kPackedRows + r;
                     for (int64_t b = 0; b < l.n_blocks; ++b) {
                         if (row >= rows) {  // padding: all zero, so d = 0
-                            for (int u = 0; u < l.a_units; ++u) {
+                            for (int u = 0; u < l.a_bytes / 64; ++u) {
                                 ASSERT_TRUE(reader.row_is_zero(b, u, r))
                                     << "row " << row << " unit " << u;
                             }
@@ -268,10 +275,62 @@ INSTANTIATE_TEST_SUITE_P(Types, PackedLayoutTest, testing::ValuesIn(packed_types
                              return std::string(type_name(param_info.param));
                          });
 
+// Float weights: a block is one column, its 16 rows' values copied as they are (any bits) to
+// element 16 x column + row of their chunk; rows past the end zero.
+TEST(PackedLayout, FloatWeightsColumnByColumn) {
+    std::mt19937 rng(5);
+    for (GgmlType type : float_types()) {
+        const auto elem = static_cast<int64_t>(type_size(type));
+        for (int64_t rows : {1, 16, 37, 149}) {
+            // 300: a shorter last stripe; 2816 with 149 rows: several stripes and bands, the
+            // last band shorter
+            for (int64_t cols : {37, 256, 300, 2816}) {
+                SCOPED_TRACE(testing::Message() << type_name(type) << " " << rows << " x " << cols);
+                const auto row_bytes = static_cast<int64_t>(row_size(type, cols));
+                test::TestMatrix m{type, cols, rows, {}, {}, {}};
+                m.bytes.resize(static_cast<std::size_t>(rows * row_bytes));
+                for (std::byte& b : m.bytes) b = static_cast<std::byte>(rng() & 0xFF);
+                m.pack();
+                const PackedLayout l = kernels::packed_layout(type, cols, rows);
+                EXPECT_EQ(l.n_blocks, cols);
+                EXPECT_EQ(l.a_bytes, kPackedRows * elem);
+                EXPECT_FALSE(l.has_d_units);
+                EXPECT_EQ(l.stripe_blocks, std::min<int64_t>(cols, kernels::kFloatStripeColumns));
+                EXPECT_EQ(l.group_bytes, kPackedRows * row_bytes);
+                EXPECT_LE(l.band_groups * l.chunk_bytes(l.stripe_blocks),
+                          std::max(kernels::kBandBytes, l.chunk_bytes(l.stripe_blocks)));
+                if (rows == 149 && cols == 2816) {
+                    EXPECT_GT(l.n_stripes(), 1);
+                    EXPECT_GE(l.n_bands(), 2);
+                    EXPECT_NE(l.n_groups % l.band_groups, 0);
+                }
+                const auto* packed = reinterpret_cast<const uint8_t*>(m.packed.front().bytes);
+                const auto* file = reinterpret_cast<const uint8_t*>(m.bytes.data());
+                const uint8_t zero[4] = {};
+                for (int64_t g = 0; g < l.n_groups; ++g) {
+                    const PackedReader reader{type, l, packed, g};
+                    for (int r = 0; r < kPackedRows; ++r) {
+                        const int64_t row = g * kPackedRows + r;
+                        for (int64_t col = 0; col < cols; ++col) {
+                            const uint8_t* expected =
+                                row < rows ? file + row * row_bytes + col * elem : zero;
+                            ASSERT_EQ(std::memcmp(reader.codes(col) + r * elem, expected,
+                                                  static_cast<std::size_t>(elem)),
+                                      0)
+                                << "row " << row << " column " << col;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 TEST(PackedLayout, OnlyTheInterleavedTypesHaveOne) {
     for (GgmlType type : test::matmul_types()) {
         const bool expected =
-            std::find(packed_types().begin(), packed_types().end(), type) != packed_types().end();
+            std::find(packed_types().begin(), packed_types().end(), type) != packed_types().end() ||
+            std::find(float_types().begin(), float_types().end(), type) != float_types().end();
         EXPECT_EQ(kernels::has_packed_layout(type), expected) << type_name(type);
         if (!expected) {
             EXPECT_THROW(kernels::packed_layout(type, 256, 16), UnsupportedError);

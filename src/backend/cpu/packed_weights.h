@@ -5,13 +5,13 @@
 // backend read the file's layout.
 //
 // A copy is made where it pays: for the types whose interleaved kernels the CPU runs (AVX-512 or
-// AVX2: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS). Copies live in anonymous memory asked
-// for in transparent huge pages (one TLB entry per 2 MiB of the stream decoding reads); where the
-// originals lie in a read-only file mapping (a model's weights do), their pages are then dropped
-// from this process's mapping (MADV_DONTNEED: they stay in the page cache, and come back on a
-// read, e.g. of a tied embedding's rows), so resident memory grows by little more than the
-// copies' padding. Unlike the mapped file, the copies are
-// not shared between processes: every replica of a server holds its own.
+// AVX2: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS; any SIMD target: F32, F16, BF16).
+// Copies live in anonymous memory asked for in transparent huge pages (one TLB entry per 2 MiB of
+// the stream decoding reads); where the originals lie in a read-only file mapping (a model's
+// weights do), their pages are then dropped from this process's mapping (MADV_DONTNEED: they stay
+// in the page cache, and come back on a read, e.g. of a tied embedding's rows), so resident memory
+// grows by little more than the copies' padding. Unlike the mapped file, the copies are not shared
+// between processes: every replica of a server holds its own.
 //
 // Copies are keyed by a matrix's bytes in the file. A 3-D tensor (experts) is packed one 2-D
 // matrix at a time: hand prepare() each expert's WeightMatrix (Weight::matrix(e)), and attach()
