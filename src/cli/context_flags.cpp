@@ -33,8 +33,7 @@ void add_context_flags(CLI::App* cmd, ContextFlags& f) {
                   "GEMV kernels instead, faster on some CPUs: see README)");
     cmd->add_flag("--repack,!--no-repack", f.repack,
                   "Copy the weights at load into the interleaved layout the CPU kernels decode "
-                  "fastest (default where the CPU has those kernels: AVX-512 or AVX2, and any SIMD "
-                  "CPU for F32/F16/BF16 weights; same results "
+                  "fastest (default where the CPU has those kernels: AVX-512 or AVX2; same results "
                   "bit for bit); --no-repack keeps them zero-copy in the mapped file");
 }
 

@@ -134,26 +134,24 @@ MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, fl
     // weight once for all of them: below 16 tokens a chunk of columns at a time (next comment),
     // 2.4x faster than repeated GEMV for 8 tokens on Qwen2 0.5B's FFN matrix (896 x 4864 Q4_0,
     // 2 threads), so that 8 sequences decoding together cost a fraction of 8 decoding apart.
+    constexpr int64_t kGemmMinTokens = 16;
     gemm_ = !scalar_ && (mode == MatmulMode::kBatchInvariant || n_tokens > 1);
     // Interleaved weights need no unpacking for few tokens: in either mode they take the
     // GEMM's arithmetic (the kernels multiply as they decode); from kPackedPanelMinTokens on,
-    // each group is decoded once into a panel that every token reuses.
+    // each group is decoded once into a panel that every token reuses (float weights never are:
+    // packed_float_simd.cpp).
     constexpr int64_t kPackedPanelMinTokens = 32;
     packed_ = !w.packed.empty() && !scalar_ && kernels::packed_kernels_available(w.type);
     if (packed_) gemm_ = true;
-    // Interleaved float weights go to f32 panels from two tokens on (packed_float_simd.cpp).
-    packed_panels_ = packed_ && n_tokens >= (float_weights_ ? 2 : kPackedPanelMinTokens);
+    packed_panels_ = packed_ && !float_weights_ && n_tokens >= kPackedPanelMinTokens;
     // Below 16 tokens the panels are unpacked a chunk of columns at a time, each chunk multiplied
     // while it is in L1 (a 16-row panel of 4864 Q4_0 columns is 78 KiB, more than L1's 32 KiB):
-    // 16 x 1024 quant bytes, or 16 x 256 floats (interleaved float weights: a stripe, as many).
+    // 16 x 1024 quant bytes, or 16 x 256 floats.
     const int64_t block = block_size(w.type);
     const int64_t chunk_values = float_weights_ ? 256 : 1024;
-    if (gemm_ && n_tokens < kernels::kWholeRowPanelTokens && (!packed_ || float_weights_)) {
-        chunk_cols_ = packed_ ? kernels::packed_layout(w.type, w.n_cols, w.n_rows).stripe_blocks
-                              : std::min(w.n_cols, std::max(block, chunk_values / block * block));
-    } else {
-        chunk_cols_ = w.n_cols;
-    }
+    chunk_cols_ = gemm_ && !packed_ && n_tokens < kGemmMinTokens
+                      ? std::min(w.n_cols, std::max(block, chunk_values / block * block))
+                      : w.n_cols;
     copy_x_ = w.type != GgmlType::F32;
     // Phase 1 hands out pieces of groups of 16 rows that hold about kPieceBytes of weights: a few
     // microseconds each, so that taking one costs little and the last ones even out the threads'
@@ -288,8 +286,6 @@ void MatmulJob::run_panels(int64_t p0, int64_t p1, std::byte* panel_memory) cons
 
 void MatmulJob::run_packed(int i) const {
     const kernels::PackedLayout l = kernels::packed_layout(w_.type, w_.n_cols, w_.n_rows);
-    std::byte* panel_memory =
-        packed_panels_ ? panels_ + panel_bytes_ * static_cast<std::size_t>(i) : nullptr;
     // Band by band (each one sequential run of bytes), whatever range a thread took.
     const auto for_each_band = [&](auto&& fn) {
         row_groups_.run(i, 1, [&](int64_t b0, int64_t b1) {
@@ -299,8 +295,7 @@ void MatmulJob::run_packed(int i) const {
     if (float_weights_) {
         for_each_band([&](int64_t g0, int64_t g1) {
             kernels::packed_float_matmul_simd(w_, g0, g1, reinterpret_cast<const float*>(act_data_),
-                                              n_tokens_, y_,
-                                              reinterpret_cast<float*>(panel_memory));
+                                              n_tokens_, y_);
         });
         return;
     }
@@ -312,7 +307,8 @@ void MatmulJob::run_packed(int i) const {
         });
         return;
     }
-    const kernels::IntPanel panel = kernels::int_panel_at(panel_memory, w_.type, w_.n_cols);
+    const kernels::IntPanel panel = kernels::int_panel_at(
+        panels_ + panel_bytes_ * static_cast<std::size_t>(i), w_.type, w_.n_cols);
     for_each_band([&](int64_t g0, int64_t g1) {
         for (int64_t g = g0; g < g1; ++g) {
             const int64_t row0 = g * kernels::kPackedRows;

@@ -38,9 +38,6 @@ float dot_row_scalar(GgmlType type, const std::byte* w_row, const std::byte* act
 // ---- GEMM panels: kPanelRows weight rows unpacked once, then reused for every token ----
 
 inline constexpr int kPanelRows = 16;
-// From this many tokens on a GEMM panel holds whole rows; fewer take a chunk of columns at a time
-// (matmul.cpp).
-inline constexpr int64_t kWholeRowPanelTokens = 16;
 
 // Integer panels. Every quantized type is read as blocks (32 or 256 values) of sub-blocks (16 or
 // 32 values) of small integers q with integer sub-block scales under float block scales:

@@ -44,8 +44,8 @@ void gemm_float_panel_simd(const float* panel, int64_t n_cols, const float* x, i
 
 // ---- the interleaved layout (packed_layout.h; w.packed holds it) ----
 
-// True when the kernel path in use has kernels for `type` in the interleaved layout (the
-// quantized types: AVX-512 and AVX2; F32, F16 and BF16: every SIMD target).
+// True when the kernel path in use has kernels for `type` in the interleaved layout (AVX-512 and
+// AVX2).
 bool packed_kernels_available(GgmlType type);
 
 // Tokens [0, n_tokens) of act against groups [group_begin, group_end) of w.packed, multiplied as
@@ -62,10 +62,9 @@ void fill_int_panel_packed_simd(const WeightMatrix& w, int64_t group, const IntP
 // Tokens [0, n_tokens) of x (row t at x + t * w.n_cols: f32, or F16/BF16 activations as rounded
 // f32) against groups [group_begin, group_end) of float weights (F32, F16, BF16) in w.packed:
 // y[t * w.n_rows + r] for the groups' rows, each with the float operations of
-// gemm_float_panel_simd, so the same bits. panel: float_panel_bytes(the layout's stripe_blocks) of
-// memory for several tokens of F16/BF16 weights (else unused).
+// gemm_float_panel_simd, so the same bits.
 void packed_float_matmul_simd(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
-                              const float* x, int64_t n_tokens, float* y, float* panel);
+                              const float* x, int64_t n_tokens, float* y);
 
 // Activation quantization with SIMD, bit-identical with activation_quant.h.
 void quantize_activations_simd(GgmlType activation_type, const float* x, std::byte* out, int64_t n);

@@ -1,5 +1,7 @@
 // Float weights (F32, F16, BF16) in the interleaved layout (packed_layout.h), compiled once per
-// Highway target: portable Highway code, so every target has it.
+// Highway target and run on AVX-512 and AVX2 (where vcvtph2ps converts F16 as the file layout's
+// fill does; Highway's emulated conversion on older targets turns f16 infinities and NaNs into
+// finite values).
 //
 // A group's chunk of a stripe is the GEMM's float panel in the file's element type: column k's 16
 // rows at element 16k. Per row and token the arithmetic is FloatTile's (gemm_simd.cpp): one
@@ -7,13 +9,13 @@
 // per column in column order; so a token's outputs have the same bits alone or in a batch, and
 // the same as from the file's layout.
 //
-// One token (decoding) reads the chunks as they are, kGroups groups at a time: a row's chain of
-// multiply-adds waits on each one (4 cycles on Zen 4), and one group is 2 AVX2 vectors, so four
-// groups' eight chains keep the FMA units busy. Several tokens convert chunks to an f32 panel
-// (F32: a chunk is one) and hand it to gemm_float_panel_simd, as the file's layout does: below
-// kWholeRowPanelTokens a stripe at a time, from there on whole rows (with 256 columns a call,
-// starting and storing the sums of 64 tokens took a tenth of the time: Llama 1.1B F16 pp64
-// 34.8 tokens/s against 39.1 from the file's layout).
+// Every token count multiplies the chunks as they are, in tiles of about 8 accumulators (a row's
+// chain of multiply-adds waits on each one, 4 cycles on Zen 4): one token four groups at a time,
+// more tokens one group and runs of 4 tokens (AVX2; AVX-512: 8). Through f32 panels, as the
+// file's layout goes, the conversion (where the weights come from memory) and the products took
+// turns, and FloatTile's 8-token tiles spill on AVX2 (Qwen2 0.5B F16 on a Zen 4 without
+// AVX-512: 4 sequences decoded 35 tokens/s against 91-98 now, 16 sequences 58-63 against 81-87,
+// pp512 114 against 145-147).
 
 #include <algorithm>
 #include <cstddef>
@@ -33,6 +35,9 @@
 HWY_BEFORE_NAMESPACE();
 namespace minfer::kernels {
 namespace HWY_NAMESPACE {
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+
 namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
@@ -51,44 +56,47 @@ HWY_INLINE VF LoadColumn(DF df, const Elem* HWY_RESTRICT p) {
 constexpr size_t kLanes = hn::MaxLanes(DF());
 constexpr size_t kVectors = kPackedRows / kLanes;  // per group of 16 rows
 static_assert(kVectors * kLanes == kPackedRows, "whole vectors per group");
-// Groups multiplied at once by one token: about 8 accumulators (fewer vectors than registers).
-constexpr int kGroups = static_cast<int>(std::clamp<size_t>(8 / kVectors, 1, 4));
+// Tiles of about 8 accumulators (fewer vectors than registers): one token takes kGroups groups at
+// a time (4 on AVX-512 too: a band of F32 holds 4), more tokens one group and runs of kTokenRun.
+constexpr int kGroups = static_cast<int>(std::min<size_t>(8 / kVectors, 4));
+constexpr int kTokenRun = static_cast<int>(8 / kVectors);
 
-// One token against G groups' chunks of nb columns (chunk[g]; rows y[g], valid[g] of them): per
-// row, acc = MulAdd(w_k, x_k, acc) for k = 0 .. nb - 1, acc starting at y (`accumulate`) or 0.
-template <class Elem, int G>
-HWY_INLINE void OneToken(const Elem* const* chunk, int64_t nb, const float* HWY_RESTRICT x,
-                         float* const* y, const int* valid, bool accumulate) {
+// T tokens (token t at x + t * x_stride) against G groups' chunks of nb columns (chunk[g]; its
+// valid[g] rows of token t at y[g] + t * y_stride): per row and token, acc = MulAdd(w_k, x_k,
+// acc) for k = 0 .. nb - 1, acc starting at y (`accumulate`) or 0.
+template <class Elem, int G, int T>
+HWY_INLINE void Tile(const Elem* const* chunk, int64_t nb, const float* HWY_RESTRICT x,
+                     int64_t x_stride, float* const* y, int64_t y_stride, const int* valid,
+                     bool accumulate) {
     const DF df;
     HWY_ALIGN float out[kPackedRows];
-    VF acc[G][kVectors];
+    VF acc[G][T][kVectors];
     for (int g = 0; g < G; ++g) {
-        for (int r = 0; r < kPackedRows; ++r) {
-            out[r] = accumulate && r < valid[g] ? y[g][r] : 0.0f;
+        for (int t = 0; t < T; ++t) {
+            const float* rows = y[g] + t * y_stride;
+            for (int r = 0; r < kPackedRows; ++r) {
+                out[r] = accumulate && r < valid[g] ? rows[r] : 0.0f;
+            }
+            for (size_t v = 0; v < kVectors; ++v) acc[g][t][v] = hn::Load(df, out + v * kLanes);
         }
-        for (size_t v = 0; v < kVectors; ++v) acc[g][v] = hn::Load(df, out + v * kLanes);
     }
     for (int64_t k = 0; k < nb; ++k) {
-        const VF xk = hn::Set(df, x[k]);
+        VF xk[T];
+        for (int t = 0; t < T; ++t) xk[t] = hn::Set(df, x[t * x_stride + k]);
         for (int g = 0; g < G; ++g) {
             const Elem* column = chunk[g] + k * kPackedRows;
             for (size_t v = 0; v < kVectors; ++v) {
-                acc[g][v] = hn::MulAdd(LoadColumn(df, column + v * kLanes), xk, acc[g][v]);
+                const VF w = LoadColumn(df, column + v * kLanes);
+                for (int t = 0; t < T; ++t) acc[g][t][v] = hn::MulAdd(w, xk[t], acc[g][t][v]);
             }
         }
     }
     for (int g = 0; g < G; ++g) {
-        for (size_t v = 0; v < kVectors; ++v) hn::Store(acc[g][v], df, out + v * kLanes);
-        for (int r = 0; r < valid[g]; ++r) y[g][r] = out[r];
-    }
-}
-
-// nb columns of a chunk into an f32 panel.
-template <class Elem>
-HWY_INLINE void ToPanel(const Elem* HWY_RESTRICT chunk, int64_t nb, float* HWY_RESTRICT panel) {
-    const DF df;
-    for (int64_t i = 0; i < nb * kPackedRows; i += kLanes) {
-        hn::Store(LoadColumn(df, chunk + i), df, panel + i);
+        for (int t = 0; t < T; ++t) {
+            for (size_t v = 0; v < kVectors; ++v) hn::Store(acc[g][t][v], df, out + v * kLanes);
+            float* rows = y[g] + t * y_stride;
+            for (int r = 0; r < valid[g]; ++r) rows[r] = out[r];
+        }
     }
 }
 
@@ -109,89 +117,75 @@ struct PackedFloats {
     }
 };
 
-// One token against groups [g0, g1) (one band), stripe by stripe so that a stripe's activations
-// stay in L1 while the band's groups pass, kGroups groups at a time.
+// Tokens [0, n_tokens) against groups [g0, g1) (one band) in tiles, stripe by stripe so that a
+// stripe's activations stay near while the band's groups pass: one token kGroups groups at a
+// time, more tokens one group at a time in runs of kTokenRun, 4, 2 and 1 tokens (the group's
+// chunk comes from memory in the first run, from L1 in the next).
 template <class Elem>
-void OneTokenGroups(const PackedFloats<Elem>& m, int64_t g0, int64_t g1, const float* x,
-                    float* y) {
+void TileGroups(const PackedFloats<Elem>& m, int64_t g0, int64_t g1, const float* x,
+                int64_t n_tokens, float* y) {
+    const int64_t n_cols = m.w.n_cols, n_rows = m.w.n_rows;
     for (int64_t k = 0; k < m.l.n_stripes(); ++k) {
-        int64_t g = g0;
-        const auto run = [&](auto groups) {
-            constexpr int G = decltype(groups)::value;
+        const int64_t c0 = m.l.stripe_begin(k), nb = m.l.stripe_size(k);
+        // G groups from g on against T tokens from t on.
+        const auto tile = [&](auto groups, auto tokens, int64_t g, int64_t t) {
+            constexpr int G = decltype(groups)::value, T = decltype(tokens)::value;
             const Elem* chunks[G];
             float* rows[G];
             int valid[G];
             for (int i = 0; i < G; ++i) {
                 chunks[i] = m.chunk(g + i, k);
-                rows[i] = y + (g + i) * kPackedRows;
+                rows[i] = y + t * n_rows + (g + i) * kPackedRows;
                 valid[i] = m.valid_rows(g + i);
             }
-            OneToken<Elem, G>(chunks, m.l.stripe_size(k), x + m.l.stripe_begin(k), rows, valid,
-                              k > 0);
-            g += G;
+            Tile<Elem, G, T>(chunks, nb, x + t * n_cols + c0, n_cols, rows, n_rows, valid, k > 0);
         };
-        while (g + kGroups <= g1) run(std::integral_constant<int, kGroups>());
-        while (g < g1) run(std::integral_constant<int, 1>());
-    }
-}
-
-// Several tokens against groups [g0, g1) through f32 panels: below kWholeRowPanelTokens one
-// stripe of a group at a time (stripe by stripe, as above), else one whole group at a time.
-template <class Elem>
-void PanelGroups(const PackedFloats<Elem>& m, int64_t g0, int64_t g1, const float* x,
-                 int64_t n_tokens, float* y, float* panel) {
-    const int64_t n_cols = m.w.n_cols, n_rows = m.w.n_rows;
-    if (n_tokens < kWholeRowPanelTokens) {
-        for (int64_t k = 0; k < m.l.n_stripes(); ++k) {
-            const int64_t nb = m.l.stripe_size(k);
-            for (int64_t g = g0; g < g1; ++g) {
-                const float* f32_panel = panel;
-                if constexpr (std::is_same_v<Elem, float>) {
-                    f32_panel = m.chunk(g, k);
-                } else {
-                    ToPanel(m.chunk(g, k), nb, panel);
-                }
-                gemm_float_panel_simd(f32_panel, nb, x + m.l.stripe_begin(k), n_cols, n_tokens,
-                                      y + g * kPackedRows, n_rows, m.valid_rows(g), k > 0);
+        using One = std::integral_constant<int, 1>;
+        if (n_tokens == 1) {
+            int64_t g = g0;
+            for (; g + kGroups <= g1; g += kGroups) {
+                tile(std::integral_constant<int, kGroups>(), One(), g, 0);
             }
+            for (; g < g1; ++g) tile(One(), One(), g, 0);
+            continue;
         }
-        return;
-    }
-    for (int64_t g = g0; g < g1; ++g) {
-        for (int64_t k = 0; k < m.l.n_stripes(); ++k) {
-            ToPanel(m.chunk(g, k), m.l.stripe_size(k), panel + m.l.stripe_begin(k) * kPackedRows);
+        for (int64_t g = g0; g < g1; ++g) {
+            int64_t t = 0;
+            for (; t + kTokenRun <= n_tokens; t += kTokenRun) {
+                tile(One(), std::integral_constant<int, kTokenRun>(), g, t);
+            }
+            if constexpr (kTokenRun > 4) {
+                if (t + 4 <= n_tokens) tile(One(), std::integral_constant<int, 4>(), g, t), t += 4;
+            }
+            if constexpr (kTokenRun > 2) {
+                if (t + 2 <= n_tokens) tile(One(), std::integral_constant<int, 2>(), g, t), t += 2;
+            }
+            if (t < n_tokens) tile(One(), One(), g, t);
         }
-        gemm_float_panel_simd(panel, n_cols, x, n_cols, n_tokens, y + g * kPackedRows, n_rows,
-                              m.valid_rows(g), false);
-    }
-}
-
-template <class Elem>
-void PackedFloatGroups(const WeightMatrix& w, int64_t g0, int64_t g1, const float* x,
-                       int64_t n_tokens, float* y, float* panel) {
-    const PackedFloats<Elem> m(w);
-    if (n_tokens == 1) {
-        OneTokenGroups(m, g0, g1, x, y);
-    } else {
-        PanelGroups(m, g0, g1, x, n_tokens, y, panel);
     }
 }
 
 void PackedFloatMatmul(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
-                       const float* x, int64_t n_tokens, float* y, float* panel) {
+                       const float* x, int64_t n_tokens, float* y) {
     switch (w.type) {
         case GgmlType::F32:
-            return PackedFloatGroups<float>(w, group_begin, group_end, x, n_tokens, y, panel);
+            return TileGroups(PackedFloats<float>(w), group_begin, group_end, x, n_tokens, y);
         case GgmlType::F16:
-            return PackedFloatGroups<hwy::float16_t>(w, group_begin, group_end, x, n_tokens, y,
-                                                     panel);
+            return TileGroups(PackedFloats<hwy::float16_t>(w), group_begin, group_end, x, n_tokens,
+                              y);
         case GgmlType::BF16:
-            return PackedFloatGroups<hwy::bfloat16_t>(w, group_begin, group_end, x, n_tokens, y,
-                                                      panel);
+            return TileGroups(PackedFloats<hwy::bfloat16_t>(w), group_begin, group_end, x,
+                              n_tokens, y);
         default:
             return;
     }
 }
+
+#else
+
+void PackedFloatMatmul(const WeightMatrix&, int64_t, int64_t, const float*, int64_t, float*) {}
+
+#endif  // HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
 
 }  // namespace HWY_NAMESPACE
 }  // namespace minfer::kernels
@@ -203,8 +197,8 @@ namespace minfer::kernels {
 HWY_EXPORT(PackedFloatMatmul);
 
 void packed_float_matmul_simd(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
-                              const float* x, int64_t n_tokens, float* y, float* panel) {
-    HWY_DYNAMIC_DISPATCH(PackedFloatMatmul)(w, group_begin, group_end, x, n_tokens, y, panel);
+                              const float* x, int64_t n_tokens, float* y) {
+    HWY_DYNAMIC_DISPATCH(PackedFloatMatmul)(w, group_begin, group_end, x, n_tokens, y);
 }
 
 }  // namespace minfer::kernels

@@ -58,7 +58,7 @@
 // decoded 10-12 tokens/s that way, 33 in the GEMV mode); here one token loads each column's 16
 // values as one vector and continues the same per-row chain of multiply-adds.
 // Stripes. Long rows are cut into stripes of stripe_blocks blocks (about kStripeBytes of one
-// group's bytes), each group's part of a stripe (a "chunk") laid out as above, its blocks
+// group's bytes; float weights: kFloatStripeColumns), each group's part of a stripe (a "chunk") laid out as above, its blocks
 // numbered from the stripe's start. A kernel walks the chunks of a band (below) stripe by
 // stripe, carrying each row's sum in y between stripes, so that the activations of one stripe
 // are reused while they are still in L1: with a whole row per group, a group of 16 rows x 4864 Q4_0
@@ -90,8 +90,8 @@ inline constexpr int kPackedRows = 16;
 // The most bytes of one group's chunk of a stripe (see above; one core, Q5_0 4864 x 896 from DRAM:
 // 8 KiB and 16 KiB as fast as a plain read of the same bytes, 32 KiB 8 % slower).
 inline constexpr int64_t kStripeBytes = 16 * 1024;
-// Float weights' stripes are 256 columns whatever the element size: many tokens multiply a chunk
-// as an f32 panel of 16 KiB, which stays in L1 as the file layout's panels of 256 columns do.
+// Float weights' stripes are 256 columns whatever the element size (8 or 16 KiB a group): the
+// stripe's activations (1 KiB a token) stay in L1 while the groups of a band pass.
 inline constexpr int64_t kFloatStripeColumns = 256;
 // The most bytes of one stripe of a band (see above): a few microseconds of one thread's work,
 // so that the last bands even out the threads' speeds.

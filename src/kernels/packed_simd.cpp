@@ -610,7 +610,9 @@ bool WithTraits(GgmlType type, F&& f) {
 }
 
 bool PackedAvailable(GgmlType type) {
-    return WithTraits(type, [](auto) HWY_ATTR {});
+    // Float weights: packed_float_simd.cpp.
+    return WithTraits(type, [](auto) HWY_ATTR {}) || type == GgmlType::F32 ||
+           type == GgmlType::F16 || type == GgmlType::BF16;
 }
 
 void PackedMatmul(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
@@ -665,10 +667,7 @@ HWY_EXPORT(PackedMatmul);
 HWY_EXPORT(FillIntPanelPacked);
 
 bool packed_kernels_available(GgmlType type) {
-    if (kernel_path() != KernelPath::kBest) return false;
-    // Float weights: portable kernels (packed_float_simd.cpp).
-    if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) return true;
-    return HWY_DYNAMIC_DISPATCH(PackedAvailable)(type);
+    return kernel_path() == KernelPath::kBest && HWY_DYNAMIC_DISPATCH(PackedAvailable)(type);
 }
 
 void packed_matmul_simd(const WeightMatrix& w, int64_t group_begin, int64_t group_end,

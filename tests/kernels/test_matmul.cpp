@@ -208,13 +208,9 @@ void expect_same_bits(const std::vector<float>& y, const std::vector<float>& alo
     }
 }
 
-// True where the interleaved weights take kernels of their own: for quantized types the AVX-512
-// path (with or without VNNI) and the AVX2 one, for float types every SIMD path. Elsewhere matmul
-// reads the file's layout and the equality is trivial.
+// True where the interleaved weights take kernels of their own: the AVX-512 path (with or without
+// VNNI) and the AVX2 one. Elsewhere matmul reads the file's layout and the equality is trivial.
 bool kernels_have_packed(const Path& p, GgmlType type) {
-    if (type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16) {
-        return p.hwy_target != 0;
-    }
     return (p.hwy_target == HWY_AVX3 || p.hwy_target == HWY_AVX2) &&
            kernels::has_packed_layout(type);
 }
@@ -411,9 +407,9 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulInvarianceTest, ::testing::ValuesIn(tes
 
 // Float weights of any row length (the fixture's rows are multiples of 32): the float panels are
 // unpacked 16 columns at a time, and 37 and 300 leave 5 and 12 over; in the interleaved layout
-// 300 columns are a stripe of 256 and one of 44. Random weights; the
-// reference is a double-precision dot of the same rounded activations, within the float
-// rounding of a sum of n terms (n * 2^-24 * sum |w x|).
+// 300 columns are a stripe of 256 and one of 44. Random weights; the reference is a
+// double-precision dot of the same rounded activations, within the float rounding of a sum of n
+// terms (n * 2^-24 * sum |w x|).
 TEST(MatmulInvariance, FloatWeightsOfOddRowLengths) {
     std::mt19937 rng(11);
     std::normal_distribution<float> normal(0.0f, 1.0f);

@@ -5,7 +5,7 @@
 // backend read the file's layout.
 //
 // A copy is made where it pays: for the types whose interleaved kernels the CPU runs (AVX-512 or
-// AVX2: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS; any SIMD target: F32, F16, BF16).
+// AVX2: Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K, IQ4_XS, F32, F16, BF16).
 // Copies live in anonymous memory asked for in transparent huge pages (one TLB entry per 2 MiB of
 // the stream decoding reads); where the originals lie in a read-only file mapping (a model's
 // weights do), their pages are then dropped from this process's mapping (MADV_DONTNEED: they stay
