@@ -138,12 +138,11 @@ MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, fl
     gemm_ = !scalar_ && (mode == MatmulMode::kBatchInvariant || n_tokens > 1);
     // Interleaved weights need no unpacking for few tokens: in either mode they take the
     // GEMM's arithmetic (the kernels multiply as they decode); from kPackedPanelMinTokens on,
-    // each group is decoded once into a panel that every token reuses (float weights never are:
-    // packed_float_simd.cpp).
+    // each group is decoded once into a panel that every token reuses.
     constexpr int64_t kPackedPanelMinTokens = 32;
     packed_ = !w.packed.empty() && !scalar_ && kernels::packed_kernels_available(w.type);
     if (packed_) gemm_ = true;
-    packed_panels_ = packed_ && !float_weights_ && n_tokens >= kPackedPanelMinTokens;
+    packed_panels_ = packed_ && n_tokens >= kPackedPanelMinTokens;
     // Below 16 tokens the panels are unpacked a chunk of columns at a time, each chunk multiplied
     // while it is in L1 (a 16-row panel of 4864 Q4_0 columns is 78 KiB, more than L1's 32 KiB):
     // 16 x 1024 quant bytes, or 16 x 256 floats.
@@ -292,10 +291,13 @@ void MatmulJob::run_packed(int i) const {
             for (int64_t b = b0; b < b1; ++b) fn(l.band_begin(b), l.band_end(b));
         });
     };
+    std::byte* panel_memory =
+        packed_panels_ ? panels_ + panel_bytes_ * static_cast<std::size_t>(i) : nullptr;
     if (float_weights_) {
         for_each_band([&](int64_t g0, int64_t g1) {
             kernels::packed_float_matmul_simd(w_, g0, g1, reinterpret_cast<const float*>(act_data_),
-                                              n_tokens_, y_);
+                                              n_tokens_, y_,
+                                              reinterpret_cast<float*>(panel_memory));
         });
         return;
     }
@@ -307,8 +309,7 @@ void MatmulJob::run_packed(int i) const {
         });
         return;
     }
-    const kernels::IntPanel panel = kernels::int_panel_at(
-        panels_ + panel_bytes_ * static_cast<std::size_t>(i), w_.type, w_.n_cols);
+    const kernels::IntPanel panel = kernels::int_panel_at(panel_memory, w_.type, w_.n_cols);
     for_each_band([&](int64_t g0, int64_t g1) {
         for (int64_t g = g0; g < g1; ++g) {
             const int64_t row0 = g * kernels::kPackedRows;

@@ -62,9 +62,11 @@ void fill_int_panel_packed_simd(const WeightMatrix& w, int64_t group, const IntP
 // Tokens [0, n_tokens) of x (row t at x + t * w.n_cols: f32, or F16/BF16 activations as rounded
 // f32) against groups [group_begin, group_end) of float weights (F32, F16, BF16) in w.packed:
 // y[t * w.n_rows + r] for the groups' rows, each with the float operations of
-// gemm_float_panel_simd, so the same bits.
+// gemm_float_panel_simd, so the same bits. With `panel` (float_panel_bytes(w.n_cols) of memory)
+// each group goes through an f32 panel of whole rows (many tokens), else the kernels multiply the
+// interleaved values as they are.
 void packed_float_matmul_simd(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
-                              const float* x, int64_t n_tokens, float* y);
+                              const float* x, int64_t n_tokens, float* y, float* panel);
 
 // Activation quantization with SIMD, bit-identical with activation_quant.h.
 void quantize_activations_simd(GgmlType activation_type, const float* x, std::byte* out, int64_t n);

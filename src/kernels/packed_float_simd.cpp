@@ -9,13 +9,16 @@
 // per column in column order; so a token's outputs have the same bits alone or in a batch, and
 // the same as from the file's layout.
 //
-// Every token count multiplies the chunks as they are, in tiles of about 8 accumulators (a row's
-// chain of multiply-adds waits on each one, 4 cycles on Zen 4): one token four groups at a time,
-// more tokens one group and runs of 4 tokens (AVX2; AVX-512: 8). Through f32 panels, as the
-// file's layout goes, the conversion (where the weights come from memory) and the products took
-// turns, and FloatTile's 8-token tiles spill on AVX2 (Qwen2 0.5B F16 on a Zen 4 without
-// AVX-512: 4 sequences decoded 35 tokens/s against 91-98 now, 16 sequences 58-63 against 81-87,
-// pp512 114 against 145-147).
+// Below 32 tokens (decoding up to 31 sequences) the kernels multiply the chunks as they are, in
+// tiles of about 8 accumulators (a row's chain of multiply-adds waits on each one, 4 cycles on
+// Zen 4): one token four groups at a time, more tokens one group and runs of 4 tokens (AVX2;
+// AVX-512: 8). Through f32 panels, as the file's layout goes, the conversion (where the weights
+// come from memory) and the products took turns (Qwen2 0.5B F16 on a Zen 4 without AVX-512:
+// 4 sequences decoded 35 tokens/s, 91-101 with the tiles; 16 sequences 58-63, 90-99). From 32
+// tokens on (the packed_panels_ of matmul.cpp, as for the quantized types) each group goes
+// through an f32 panel of whole rows and gemm_float_panel_simd: the products then take far
+// longer than the conversion, and the tiles' activations no longer stay in L1 (Llama 1.1B F16
+// pp512: 57-59 tokens/s with the tiles, 66-68 through panels).
 
 #include <algorithm>
 #include <cstddef>
@@ -100,6 +103,15 @@ HWY_INLINE void Tile(const Elem* const* chunk, int64_t nb, const float* HWY_REST
     }
 }
 
+// nb columns of a chunk into an f32 panel.
+template <class Elem>
+HWY_INLINE void ToPanel(const Elem* HWY_RESTRICT chunk, int64_t nb, float* HWY_RESTRICT panel) {
+    const DF df;
+    for (int64_t i = 0; i < nb * kPackedRows; i += kLanes) {
+        hn::Store(LoadColumn(df, chunk + i), df, panel + i);
+    }
+}
+
 // A float matrix's interleaved copy.
 template <class Elem>
 struct PackedFloats {
@@ -165,17 +177,43 @@ void TileGroups(const PackedFloats<Elem>& m, int64_t g0, int64_t g1, const float
     }
 }
 
+// Many tokens against groups [g0, g1) through f32 panels: each group's stripes converted into a
+// panel of whole rows, which gemm_float_panel_simd multiplies with every token.
+template <class Elem>
+void PanelGroups(const PackedFloats<Elem>& m, int64_t g0, int64_t g1, const float* x,
+                 int64_t n_tokens, float* y, float* panel) {
+    const int64_t n_cols = m.w.n_cols;
+    for (int64_t g = g0; g < g1; ++g) {
+        for (int64_t k = 0; k < m.l.n_stripes(); ++k) {
+            ToPanel(m.chunk(g, k), m.l.stripe_size(k), panel + m.l.stripe_begin(k) * kPackedRows);
+        }
+        gemm_float_panel_simd(panel, n_cols, x, n_cols, n_tokens, y + g * kPackedRows,
+                              m.w.n_rows, m.valid_rows(g), false);
+    }
+}
+
+template <class Elem>
+void PackedFloatGroups(const WeightMatrix& w, int64_t g0, int64_t g1, const float* x,
+                       int64_t n_tokens, float* y, float* panel) {
+    const PackedFloats<Elem> m(w);
+    if (panel == nullptr) {
+        TileGroups(m, g0, g1, x, n_tokens, y);
+    } else {
+        PanelGroups(m, g0, g1, x, n_tokens, y, panel);
+    }
+}
+
 void PackedFloatMatmul(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
-                       const float* x, int64_t n_tokens, float* y) {
+                       const float* x, int64_t n_tokens, float* y, float* panel) {
     switch (w.type) {
         case GgmlType::F32:
-            return TileGroups(PackedFloats<float>(w), group_begin, group_end, x, n_tokens, y);
+            return PackedFloatGroups<float>(w, group_begin, group_end, x, n_tokens, y, panel);
         case GgmlType::F16:
-            return TileGroups(PackedFloats<hwy::float16_t>(w), group_begin, group_end, x, n_tokens,
-                              y);
+            return PackedFloatGroups<hwy::float16_t>(w, group_begin, group_end, x, n_tokens, y,
+                                                     panel);
         case GgmlType::BF16:
-            return TileGroups(PackedFloats<hwy::bfloat16_t>(w), group_begin, group_end, x,
-                              n_tokens, y);
+            return PackedFloatGroups<hwy::bfloat16_t>(w, group_begin, group_end, x, n_tokens, y,
+                                                      panel);
         default:
             return;
     }
@@ -183,7 +221,8 @@ void PackedFloatMatmul(const WeightMatrix& w, int64_t group_begin, int64_t group
 
 #else
 
-void PackedFloatMatmul(const WeightMatrix&, int64_t, int64_t, const float*, int64_t, float*) {}
+void PackedFloatMatmul(const WeightMatrix&, int64_t, int64_t, const float*, int64_t, float*,
+                       float*) {}
 
 #endif  // HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
 
@@ -197,8 +236,8 @@ namespace minfer::kernels {
 HWY_EXPORT(PackedFloatMatmul);
 
 void packed_float_matmul_simd(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
-                              const float* x, int64_t n_tokens, float* y) {
-    HWY_DYNAMIC_DISPATCH(PackedFloatMatmul)(w, group_begin, group_end, x, n_tokens, y);
+                              const float* x, int64_t n_tokens, float* y, float* panel) {
+    HWY_DYNAMIC_DISPATCH(PackedFloatMatmul)(w, group_begin, group_end, x, n_tokens, y, panel);
 }
 
 }  // namespace minfer::kernels
