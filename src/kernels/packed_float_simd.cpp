@@ -167,10 +167,16 @@ void TileGroups(const PackedFloats<Elem>& m, int64_t g0, int64_t g1, const float
                 tile(One(), std::integral_constant<int, kTokenRun>(), g, t);
             }
             if constexpr (kTokenRun > 4) {
-                if (t + 4 <= n_tokens) tile(One(), std::integral_constant<int, 4>(), g, t), t += 4;
+                if (t + 4 <= n_tokens) {
+                    tile(One(), std::integral_constant<int, 4>(), g, t);
+                    t += 4;
+                }
             }
             if constexpr (kTokenRun > 2) {
-                if (t + 2 <= n_tokens) tile(One(), std::integral_constant<int, 2>(), g, t), t += 2;
+                if (t + 2 <= n_tokens) {
+                    tile(One(), std::integral_constant<int, 2>(), g, t);
+                    t += 2;
+                }
             }
             if (t < n_tokens) tile(One(), One(), g, t);
         }
