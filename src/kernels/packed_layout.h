@@ -58,12 +58,13 @@
 // decoded 10-12 tokens/s that way, 33 in the GEMV mode); here one token loads each column's 16
 // values as one vector and continues the same per-row chain of multiply-adds.
 // Stripes. Long rows are cut into stripes of stripe_blocks blocks (about kStripeBytes of one
-// group's bytes; float weights: kFloatStripeColumns), each group's part of a stripe (a "chunk") laid out as above, its blocks
-// numbered from the stripe's start. A kernel walks the chunks of a band (below) stripe by
-// stripe, carrying each row's sum in y between stripes, so that the activations of one stripe
-// are reused while they are still in L1: with a whole row per group, a group of 16 rows x 4864 Q4_0
-// values (43 KB, more than the 32 KB L1) evicted them before the next group came back to them, and
-// one core read 21 GB/s from DRAM where rows of 2432 values read 29 (Q4_K 23 -> 30, Q6_K 18 -> 23).
+// group's bytes; float weights: kFloatStripeColumns), each group's part of a stripe (a "chunk")
+// laid out as above, its blocks numbered from the stripe's start. A kernel walks the chunks of a
+// band (below) stripe by stripe, carrying each row's sum in y between stripes, so that the
+// activations of one stripe are reused while they are still in L1: with a whole row per group,
+// a group of 16 rows x 4864 Q4_0 values (43 KB, more than the 32 KB L1) evicted them before the
+// next group came back to them, and one core read 21 GB/s from DRAM where rows of 2432 values
+// read 29 (Q4_K 23 -> 30, Q6_K 18 -> 23).
 //
 // Bands. The groups are taken in bands of band_groups (about kBandBytes per stripe): the matrix
 // holds band 0 (stripe 0 of its groups, stripe 1 of its groups, ...), then band 1, ... A band
