@@ -3,16 +3,17 @@
 // fill does; Highway's emulated conversion on older targets turns f16 infinities and NaNs into
 // finite values).
 //
-// A group's chunk of a stripe is the GEMM's float panel in the file's element type: column k's 16
-// rows at element 16k. Per row and token the arithmetic is FloatTile's (gemm_simd.cpp): one
+// A group's column of a stripe is 16 values in the file's element type, its next column 16 x q
+// elements on (q: the groups of its quad, 4 but at a band's end). Per row and token the
+// arithmetic is FloatTile's (gemm_simd.cpp): one
 // accumulator, starting at 0 (or at y, the previous stripes' sum), updated by one multiply-add
 // per column in column order; so a token's outputs have the same bits alone or in a batch, and
 // the same as from the file's layout.
 //
 // Below 32 tokens (decoding up to 31 sequences) the kernels multiply the chunks as they are, in
 // tiles of about 8 accumulators (a row's chain of multiply-adds waits on each one, 4 cycles on
-// Zen 4): one token four groups at a time, more tokens one group and runs of 4 tokens (AVX2;
-// AVX-512: 8). Through f32 panels, as the file's layout goes, the conversion (where the weights
+// Zen 4): one token a quad at a time (one sequential run of bytes), more tokens one group and
+// runs of 4 tokens (AVX2; AVX-512: 8). Through f32 panels, as the file's layout goes, the conversion (where the weights
 // come from memory) and the products took turns (Qwen2 0.5B F16 on a Zen 4 without AVX-512:
 // 4 sequences decoded 35 tokens/s, 91-101 with the tiles; 16 sequences 58-63, 90-99). From 32
 // tokens on (the packed_panels_ of matmul.cpp, as for the quantized types) each group goes
@@ -59,18 +60,19 @@ HWY_INLINE VF LoadColumn(DF df, const Elem* HWY_RESTRICT p) {
 constexpr size_t kLanes = hn::MaxLanes(DF());
 constexpr size_t kVectors = kPackedRows / kLanes;  // per group of 16 rows
 static_assert(kVectors * kLanes == kPackedRows, "whole vectors per group");
-// Tiles of about 8 accumulators (fewer vectors than registers): one token takes kGroups groups at
-// a time (4 on AVX-512 too: a band of F32 holds 4), more tokens one group and runs of kTokenRun.
-constexpr int kGroups = static_cast<int>(std::min<size_t>(8 / kVectors, 4));
+// Tiles of about 8 accumulators (fewer vectors than registers): one token takes the 4 groups of a
+// quad (packed_layout.h) at a time (4 accumulators on AVX-512), more tokens one group and runs of
+// kTokenRun.
+constexpr int kGroups = 4;
 constexpr int kTokenRun = static_cast<int>(8 / kVectors);
 
-// T tokens (token t at x + t * x_stride) against G groups' chunks of nb columns (chunk[g]; its
-// valid[g] rows of token t at y[g] + t * y_stride): per row and token, acc = MulAdd(w_k, x_k,
-// acc) for k = 0 .. nb - 1, acc starting at y (`accumulate`) or 0.
+// T tokens (token t at x + t * x_stride) against nb columns of G groups (group g's column k at
+// chunk[g] + k * stride; its valid[g] rows of token t at y[g] + t * y_stride): per row and token,
+// acc = MulAdd(w_k, x_k, acc) for k = 0 .. nb - 1, acc starting at y (`accumulate`) or 0.
 template <class Elem, int G, int T>
-HWY_INLINE void Tile(const Elem* const* chunk, int64_t nb, const float* HWY_RESTRICT x,
-                     int64_t x_stride, float* const* y, int64_t y_stride, const int* valid,
-                     bool accumulate) {
+HWY_INLINE void Tile(const Elem* const* chunk, int64_t stride, int64_t nb,
+                     const float* HWY_RESTRICT x, int64_t x_stride, float* const* y,
+                     int64_t y_stride, const int* valid, bool accumulate) {
     const DF df;
     HWY_ALIGN float out[kPackedRows];
     VF acc[G][T][kVectors];
@@ -87,7 +89,7 @@ HWY_INLINE void Tile(const Elem* const* chunk, int64_t nb, const float* HWY_REST
         VF xk[T];
         for (int t = 0; t < T; ++t) xk[t] = hn::Set(df, x[t * x_stride + k]);
         for (int g = 0; g < G; ++g) {
-            const Elem* column = chunk[g] + k * kPackedRows;
+            const Elem* column = chunk[g] + k * stride;
             for (size_t v = 0; v < kVectors; ++v) {
                 const VF w = LoadColumn(df, column + v * kLanes);
                 for (int t = 0; t < T; ++t) acc[g][t][v] = hn::MulAdd(w, xk[t], acc[g][t][v]);
@@ -103,12 +105,16 @@ HWY_INLINE void Tile(const Elem* const* chunk, int64_t nb, const float* HWY_REST
     }
 }
 
-// nb columns of a chunk into an f32 panel.
+// nb columns of a group (column k at column0 + k * stride) into an f32 panel.
 template <class Elem>
-HWY_INLINE void ToPanel(const Elem* HWY_RESTRICT chunk, int64_t nb, float* HWY_RESTRICT panel) {
+HWY_INLINE void ToPanel(const Elem* HWY_RESTRICT column0, int64_t stride, int64_t nb,
+                        float* HWY_RESTRICT panel) {
     const DF df;
-    for (int64_t i = 0; i < nb * kPackedRows; i += kLanes) {
-        hn::Store(LoadColumn(df, chunk + i), df, panel + i);
+    for (int64_t k = 0; k < nb; ++k) {
+        for (size_t v = 0; v < kVectors; ++v) {
+            hn::Store(LoadColumn(df, column0 + k * stride + v * kLanes), df,
+                      panel + k * kPackedRows + v * kLanes);
+        }
     }
 }
 
@@ -120,9 +126,16 @@ struct PackedFloats {
 
     explicit PackedFloats(const WeightMatrix& m)
         : w(m), l(packed_layout(m.type, m.n_cols, m.n_rows)) {}
-    // Group g's chunk of stripe k.
-    const Elem* chunk(int64_t g, int64_t k) const {
-        return reinterpret_cast<const Elem*>(w.packed.data() + l.chunk_offset(g, k));
+    static constexpr auto kElem = static_cast<int64_t>(sizeof(Elem));
+    // Group g's column 0 of stripe k, and the elements from one of its columns to the next (16
+    // times the groups of its quad).
+    const Elem* column0(int64_t g, int64_t k) const {
+        return reinterpret_cast<const Elem*>(w.packed.data() +
+                                             l.float_column_offset(g, k, 0, kElem));
+    }
+    int64_t stride(int64_t g) const {
+        return (l.float_column_offset(g, 0, 1, kElem) - l.float_column_offset(g, 0, 0, kElem)) /
+               kElem;
     }
     int valid_rows(int64_t g) const {
         return static_cast<int>(std::min<int64_t>(kPackedRows, w.n_rows - g * kPackedRows));
@@ -139,21 +152,24 @@ void TileGroups(const PackedFloats<Elem>& m, int64_t g0, int64_t g1, const float
     const int64_t n_cols = m.w.n_cols, n_rows = m.w.n_rows;
     for (int64_t k = 0; k < m.l.n_stripes(); ++k) {
         const int64_t c0 = m.l.stripe_begin(k), nb = m.l.stripe_size(k);
-        // G groups from g on against T tokens from t on.
+        // G groups from g on (G = 4: a whole quad) against T tokens from t on.
         const auto tile = [&](auto groups, auto tokens, int64_t g, int64_t t) {
             constexpr int G = decltype(groups)::value, T = decltype(tokens)::value;
             const Elem* chunks[G];
             float* rows[G];
             int valid[G];
             for (int i = 0; i < G; ++i) {
-                chunks[i] = m.chunk(g + i, k);
+                chunks[i] = m.column0(g + i, k);
                 rows[i] = y + t * n_rows + (g + i) * kPackedRows;
                 valid[i] = m.valid_rows(g + i);
             }
-            Tile<Elem, G, T>(chunks, nb, x + t * n_cols + c0, n_cols, rows, n_rows, valid, k > 0);
+            Tile<Elem, G, T>(chunks, m.stride(g), nb, x + t * n_cols + c0, n_cols, rows, n_rows,
+                             valid, k > 0);
         };
         using One = std::integral_constant<int, 1>;
         if (n_tokens == 1) {
+            // g0 starts a band, so a quad: whole quads at once, the band's last smaller one
+            // group by group.
             int64_t g = g0;
             for (; g + kGroups <= g1; g += kGroups) {
                 tile(std::integral_constant<int, kGroups>(), One(), g, 0);
@@ -191,7 +207,8 @@ void PanelGroups(const PackedFloats<Elem>& m, int64_t g0, int64_t g1, const floa
     const int64_t n_cols = m.w.n_cols;
     for (int64_t g = g0; g < g1; ++g) {
         for (int64_t k = 0; k < m.l.n_stripes(); ++k) {
-            ToPanel(m.chunk(g, k), m.l.stripe_size(k), panel + m.l.stripe_begin(k) * kPackedRows);
+            ToPanel(m.column0(g, k), m.stride(g), m.l.stripe_size(k),
+                    panel + m.l.stripe_begin(k) * kPackedRows);
         }
         gemm_float_panel_simd(panel, n_cols, x, n_cols, n_tokens, y + g * kPackedRows,
                               m.w.n_rows, m.valid_rows(g), false);

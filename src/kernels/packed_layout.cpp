@@ -138,13 +138,25 @@ bool is_float(GgmlType type) {
     return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16;
 }
 
-// Columns [b0, b0 + nb) of a row of float weights (elements of `Elem`) into a chunk: column b's
-// copy at element b * kPackedRows + r.
+// Group g of float weights (elements of `Elem`): row r of column b at element r of
+// float_column_offset(g, k, b); rows past the end zero.
 template <class Elem>
-void put_float_columns(const uint8_t* row, int64_t b0, int64_t nb, int r, uint8_t* chunk) {
-    const auto* src = reinterpret_cast<const Elem*>(row) + b0;
-    auto* dst = reinterpret_cast<Elem*>(chunk) + r;
-    for (int64_t b = 0; b < nb; ++b) dst[b * kPackedRows] = src[b];
+void put_float_group(const WeightMatrix& w, const PackedLayout& l, int64_t g, std::byte* packed) {
+    const auto* data = reinterpret_cast<const Elem*>(w.data.data());
+    const auto elem = static_cast<int64_t>(sizeof(Elem));
+    for (int64_t k = 0; k < l.n_stripes(); ++k) {
+        const int64_t b0 = l.stripe_begin(k), nb = l.stripe_size(k);
+        auto* first = reinterpret_cast<Elem*>(packed + l.float_column_offset(g, k, 0, elem));
+        // Elements from one column of the group to the next: its quad's groups' columns between.
+        const int64_t stride =
+            (l.float_column_offset(g, k, 1, elem) - l.float_column_offset(g, k, 0, elem)) / elem;
+        // Row after row, so that each row's columns are read in order.
+        for (int r = 0; r < kPackedRows; ++r) {
+            const int64_t row = g * kPackedRows + r;
+            const Elem* src = row < w.n_rows ? data + row * w.n_cols + b0 : nullptr;
+            for (int64_t b = 0; b < nb; ++b) first[b * stride + r] = src ? src[b] : Elem{0};
+        }
+    }
 }
 
 // Row r's part of the codes of one block.
@@ -208,6 +220,14 @@ void repack_groups(const WeightMatrix& w, int64_t group_begin, int64_t group_end
     const auto block_bytes = static_cast<int64_t>(type_size(w.type));
     const auto* data = reinterpret_cast<const uint8_t*>(w.data.data());
     for (int64_t g = group_begin; g < group_end; ++g) {
+        if (w.type == GgmlType::F32) {
+            put_float_group<uint32_t>(w, l, g, packed);
+            continue;
+        }
+        if (is_float(w.type)) {
+            put_float_group<uint16_t>(w, l, g, packed);
+            continue;
+        }
         for (int64_t k = 0; k < l.n_stripes(); ++k) {
             auto* chunk = reinterpret_cast<uint8_t*>(packed) + l.chunk_offset(g, k);
             const int64_t b0 = l.stripe_begin(k), nb = l.stripe_size(k);
@@ -218,15 +238,6 @@ void repack_groups(const WeightMatrix& w, int64_t group_begin, int64_t group_end
             for (int r = 0; r < kPackedRows; ++r) {
                 const int64_t row = g * kPackedRows + r;
                 if (row >= w.n_rows) break;
-                if (is_float(w.type)) {
-                    const uint8_t* src = data + row * row_bytes;
-                    if (w.type == GgmlType::F32) {
-                        put_float_columns<uint32_t>(src, b0, nb, r, chunk);
-                    } else {
-                        put_float_columns<uint16_t>(src, b0, nb, r, chunk);
-                    }
-                    continue;
-                }
                 const uint8_t* src = data + row * row_bytes + b0 * block_bytes;
                 for (int64_t b = 0; b < nb; ++b) {
                     const uint8_t* block = src + b * block_bytes;

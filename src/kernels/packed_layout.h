@@ -52,11 +52,15 @@
 //                 of 16 values);                                                   d
 //   IQ4_XS 136 B: 34 words (d|scales_h, scales_l, 32 of qs);                        -
 // Float weights (F32, F16, BF16) take the same groups, stripes and bands with a "block" of one
-// column: its 16 rows' values as they are in the file (64 or 32 bytes), row r at element r, so
-// that a chunk is the GEMM's float panel (matmul_internal.h) in the file's element type. In the
-// file's layout the batch-invariant mode transposed 16 rows for every token (Qwen2 0.5B F16
+// column: its 16 rows' values as they are in the file (64 or 32 bytes), row r at element r. In
+// the file's layout the batch-invariant mode transposed 16 rows for every token (Qwen2 0.5B F16
 // decoded 10-12 tokens/s that way, 33 in the GEMV mode); here one token loads each column's 16
-// values as one vector and continues the same per-row chain of multiply-adds.
+// values as one vector and continues the same per-row chain of multiply-adds. The kernels take
+// four groups at a time, so a band's groups are interleaved by fours ("quads", from the band's
+// first group; the last quad of a band may have fewer, q): the bytes of a quad's chunks of a
+// stripe hold column 0 of its q groups, then column 1 of them, ... (float_column_offset), one
+// sequential run where four chunks one after the other were four streams (one core read F16
+// from DRAM at 25-28 GB/s against 17-19).
 // Stripes. Long rows are cut into stripes of stripe_blocks blocks (about kStripeBytes of one
 // group's bytes; float weights: kFloatStripeColumns), each group's part of a stripe (a "chunk")
 // laid out as above, its blocks numbered from the stripe's start. A kernel walks the chunks of a
@@ -128,6 +132,14 @@ struct PackedLayout {
         const int64_t band = g / band_groups, first = band_begin(band);
         return first * group_bytes + k * (band_end(band) - first) * chunk_bytes(stripe_blocks) +
                (g - first) * chunk_bytes(stripe_size(k));
+    }
+    // Float weights: offset in the matrix of group g's column b (counted from the start of
+    // stripe k), its 16 rows' elem_bytes-sized values; the quad of g is groups [q0, q0 + q).
+    int64_t float_column_offset(int64_t g, int64_t k, int64_t b, int64_t elem_bytes) const {
+        const int64_t first = band_begin(g / band_groups);
+        const int64_t q0 = first + (g - first) / 4 * 4;
+        const int64_t q = std::min<int64_t>(4, band_end(g / band_groups) - q0);
+        return chunk_offset(q0, k) + (b * q + (g - q0)) * kPackedRows * elem_bytes;
     }
     // Bytes of one pair of blocks with their d unit (has_d_units only).
     int64_t pair_bytes() const { return 64 + 2 * a_bytes; }

@@ -275,8 +275,9 @@ INSTANTIATE_TEST_SUITE_P(Types, PackedLayoutTest, testing::ValuesIn(packed_types
                              return std::string(type_name(param_info.param));
                          });
 
-// Float weights: a block is one column, its 16 rows' values copied as they are (any bits) to
-// element 16 x column + row of their chunk; rows past the end zero.
+// Float weights: a block is one column, its 16 rows' values copied as they are (any bits); the
+// chunks of a stripe of each quad (4 groups from the band's first, fewer at its end) hold column
+// 0 of the quad's groups, then column 1, ...; rows past the end zero.
 TEST(PackedLayout, FloatWeightsColumnByColumn) {
     std::mt19937 rng(5);
     for (GgmlType type : float_types()) {
@@ -308,15 +309,20 @@ TEST(PackedLayout, FloatWeightsColumnByColumn) {
                 const auto* file = reinterpret_cast<const uint8_t*>(m.bytes.data());
                 const uint8_t zero[4] = {};
                 for (int64_t g = 0; g < l.n_groups; ++g) {
-                    const PackedReader reader{type, l, packed, g};
+                    const int64_t first = g / l.band_groups * l.band_groups;
+                    const int64_t band_end = std::min(l.n_groups, first + l.band_groups);
+                    const int64_t q0 = first + (g - first) / 4 * 4;
+                    const int64_t q = std::min<int64_t>(4, band_end - q0);
+                    const PackedReader quad{type, l, packed, q0};
                     for (int r = 0; r < kPackedRows; ++r) {
                         const int64_t row = g * kPackedRows + r;
                         for (int64_t col = 0; col < cols; ++col) {
+                            const int64_t b = col % l.stripe_blocks;  // in its stripe
+                            const uint8_t* at = quad.chunk(col) +
+                                                ((b * q + g - q0) * kPackedRows + r) * elem;
                             const uint8_t* expected =
                                 row < rows ? file + row * row_bytes + col * elem : zero;
-                            ASSERT_EQ(std::memcmp(reader.codes(col) + r * elem, expected,
-                                                  static_cast<std::size_t>(elem)),
-                                      0)
+                            ASSERT_EQ(std::memcmp(at, expected, static_cast<std::size_t>(elem)), 0)
                                 << "row " << row << " column " << col;
                         }
                     }
