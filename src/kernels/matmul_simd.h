@@ -60,8 +60,8 @@ void packed_matmul_simd(const WeightMatrix& w, int64_t group_begin, int64_t grou
 void fill_int_panel_packed_simd(const WeightMatrix& w, int64_t group, const IntPanel& panel);
 
 // Tokens [0, n_tokens) of x (row t at x + t * w.n_cols: f32, or F16/BF16 activations as rounded
-// f32) against groups [group_begin, group_end) (whole bands) of float weights (F32, F16, BF16) in
-// w.packed:
+// f32) against groups [group_begin, group_end) (one whole band) of float weights (F32, F16, BF16)
+// in w.packed:
 // y[t * w.n_rows + r] for the groups' rows, each with the float operations of
 // gemm_float_panel_simd, so the same bits. With `panel` (float_panel_bytes(w.n_cols) of memory)
 // each group goes through an f32 panel of whole rows (many tokens), else the kernels multiply the

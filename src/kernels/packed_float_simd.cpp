@@ -5,17 +5,17 @@
 //
 // A group's column of a stripe is 16 values in the file's element type, its next column 16 x q
 // elements on (q: the groups of its quad, 4 but at a band's end). Per row and token the
-// arithmetic is FloatTile's (gemm_simd.cpp): one
-// accumulator, starting at 0 (or at y, the previous stripes' sum), updated by one multiply-add
-// per column in column order; so a token's outputs have the same bits alone or in a batch, and
-// the same as from the file's layout.
+// arithmetic is FloatTile's (gemm_simd.cpp): one accumulator, starting at 0 (or at y, the
+// previous stripes' sum), updated by one multiply-add per column in column order; so a token's
+// outputs have the same bits alone or in a batch, and the same as from the file's layout.
 //
-// Below 32 tokens (decoding up to 31 sequences) the kernels multiply the chunks as they are, in
-// tiles of about 8 accumulators (a row's chain of multiply-adds waits on each one, 4 cycles on
-// Zen 4): one token a quad at a time (one sequential run of bytes), more tokens one group and
-// runs of 4 tokens (AVX2; AVX-512: 8). Through f32 panels, as the file's layout goes, the conversion (where the weights
-// come from memory) and the products took turns (Qwen2 0.5B F16 on a Zen 4 without AVX-512:
-// 4 sequences decoded 35 tokens/s, 91-101 with the tiles; 16 sequences 58-63, 90-99). From 32
+// Below 32 tokens (decoding up to 31 sequences) the kernels multiply the copy as it is, in tiles
+// of about 8 accumulators (a row's chain of multiply-adds waits on each one, 4 cycles on Zen 4):
+// one token a quad at a time (one sequential run of bytes), more tokens one group and runs of 4
+// tokens (AVX2; AVX-512: 8). Through f32 panels, as the file's layout goes, the conversion
+// (where the weights come from memory) and the products took turns (Qwen2 0.5B F16 on a Zen 4
+// without AVX-512: 4 sequences decoded 35 tokens/s, 91-101 with the tiles; 16 sequences 58-63,
+// 90-99). From 32
 // tokens on (the packed_panels_ of matmul.cpp, as for the quantized types) each group goes
 // through an f32 panel of whole rows and gemm_float_panel_simd: the products then take far
 // longer than the conversion, and the tiles' activations no longer stay in L1 (Llama 1.1B F16
@@ -142,10 +142,11 @@ struct PackedFloats {
     }
 };
 
-// Tokens [0, n_tokens) against groups [g0, g1) (one band) in tiles, stripe by stripe so that a
-// stripe's activations stay near while the band's groups pass: one token kGroups groups at a
-// time, more tokens one group at a time in runs of kTokenRun, 4, 2 and 1 tokens (the group's
-// chunk comes from memory in the first run, from L1 in the next).
+// Tokens [0, n_tokens) against groups [g0, g1) (one band: its quads start at g0) in tiles,
+// stripe by stripe so that a stripe's activations stay near while the band's groups pass: one
+// token a whole quad at a time (the band's last, smaller one group by group), more tokens one
+// group at a time in runs of kTokenRun, 4, 2 and 1 tokens (the group's columns come from memory
+// in the first run, from L1 in the next).
 template <class Elem>
 void TileGroups(const PackedFloats<Elem>& m, int64_t g0, int64_t g1, const float* x,
                 int64_t n_tokens, float* y) {

@@ -60,7 +60,7 @@
 // first group; the last quad of a band may have fewer, q): the bytes of a quad's chunks of a
 // stripe hold column 0 of its q groups, then column 1 of them, ... (float_column_offset), one
 // sequential run where four chunks one after the other were four streams (one core read F16
-// from DRAM at 25-28 GB/s against 17-19).
+// from DRAM at 22-24 GB/s against 17-18).
 // Stripes. Long rows are cut into stripes of stripe_blocks blocks (about kStripeBytes of one
 // group's bytes; float weights: kFloatStripeColumns), each group's part of a stripe (a "chunk")
 // laid out as above, its blocks numbered from the stripe's start. A kernel walks the chunks of a

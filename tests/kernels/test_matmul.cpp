@@ -252,7 +252,10 @@ const std::vector<Shape>& shapes() {
         {5, 32, 2304},
         // several bands of several stripes, the last band shorter (packed_layout.h)
         {149, 1, 4608},
-        {149, 33, 4608}};
+        {149, 33, 4608},
+        // float weights: bands of 9 groups, each ending in a quad of one (packed_layout.h)
+        {149, 1, 224},
+        {149, 5, 224}};
     return s;
 }
 

@@ -284,8 +284,9 @@ TEST(PackedLayout, FloatWeightsColumnByColumn) {
         const auto elem = static_cast<int64_t>(type_size(type));
         for (int64_t rows : {1, 16, 37, 149}) {
             // 300: a shorter last stripe; 2816 with 149 rows: several stripes and bands, the
-            // last band shorter
-            for (int64_t cols : {37, 256, 300, 2816}) {
+            // last band shorter; 224 (F16/BF16: bands of 9 groups): a quad of one group ending
+            // a band that is not the last
+            for (int64_t cols : {37, 224, 256, 300, 2816}) {
                 SCOPED_TRACE(testing::Message() << type_name(type) << " " << rows << " x " << cols);
                 const auto row_bytes = static_cast<int64_t>(row_size(type, cols));
                 test::TestMatrix m{type, cols, rows, {}, {}, {}};
