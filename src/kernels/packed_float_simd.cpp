@@ -127,16 +127,12 @@ struct PackedFloats {
     explicit PackedFloats(const WeightMatrix& m)
         : w(m), l(packed_layout(m.type, m.n_cols, m.n_rows)) {}
     static constexpr auto kElem = static_cast<int64_t>(sizeof(Elem));
-    // Group g's column 0 of stripe k, and the elements from one of its columns to the next (16
-    // times the groups of its quad).
+    // Group g's column 0 of stripe k, and the elements from one of its columns to the next.
     const Elem* column0(int64_t g, int64_t k) const {
         return reinterpret_cast<const Elem*>(w.packed.data() +
                                              l.float_column_offset(g, k, 0, kElem));
     }
-    int64_t stride(int64_t g) const {
-        return (l.float_column_offset(g, 0, 1, kElem) - l.float_column_offset(g, 0, 0, kElem)) /
-               kElem;
-    }
+    int64_t stride(int64_t g) const { return l.float_column_stride(g); }
     int valid_rows(int64_t g) const {
         return static_cast<int>(std::min<int64_t>(kPackedRows, w.n_rows - g * kPackedRows));
     }

@@ -134,10 +134,6 @@ bool type_layout(GgmlType type, TypeLayout& t) {
     }
 }
 
-bool is_float(GgmlType type) {
-    return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16;
-}
-
 // Group g of float weights (elements of `Elem`): row r of column b at element r of
 // float_column_offset(g, k, b); rows past the end zero.
 template <class Elem>
@@ -147,9 +143,7 @@ void put_float_group(const WeightMatrix& w, const PackedLayout& l, int64_t g, st
     for (int64_t k = 0; k < l.n_stripes(); ++k) {
         const int64_t b0 = l.stripe_begin(k), nb = l.stripe_size(k);
         auto* first = reinterpret_cast<Elem*>(packed + l.float_column_offset(g, k, 0, elem));
-        // Elements from one column of the group to the next: its quad's groups' columns between.
-        const int64_t stride =
-            (l.float_column_offset(g, k, 1, elem) - l.float_column_offset(g, k, 0, elem)) / elem;
+        const int64_t stride = l.float_column_stride(g);
         // Row after row, so that each row's columns are read in order.
         for (int r = 0; r < kPackedRows; ++r) {
             const int64_t row = g * kPackedRows + r;
@@ -201,7 +195,7 @@ PackedLayout packed_layout(GgmlType type, int64_t n_cols, int64_t n_rows) {
     l.n_groups = (n_rows + kPackedRows - 1) / kPackedRows;
     l.a_bytes = t.a_bytes;
     l.has_d_units = t.d_offset >= 0;
-    int64_t fit = is_float(type) ? kFloatStripeColumns
+    int64_t fit = is_float_type(type) ? kFloatStripeColumns
                                  : std::max<int64_t>(1, kStripeBytes /
                                                             (l.a_bytes + (l.has_d_units ? 32 : 0)));
     if (l.has_d_units) fit = std::max<int64_t>(2, fit & ~int64_t{1});  // whole pairs of blocks
@@ -224,7 +218,7 @@ void repack_groups(const WeightMatrix& w, int64_t group_begin, int64_t group_end
             put_float_group<uint32_t>(w, l, g, packed);
             continue;
         }
-        if (is_float(w.type)) {
+        if (is_float_type(w.type)) {
             put_float_group<uint16_t>(w, l, g, packed);
             continue;
         }

@@ -133,13 +133,22 @@ struct PackedLayout {
         return first * group_bytes + k * (band_end(band) - first) * chunk_bytes(stripe_blocks) +
                (g - first) * chunk_bytes(stripe_size(k));
     }
-    // Float weights: offset in the matrix of group g's column b (counted from the start of
-    // stripe k), its 16 rows' elem_bytes-sized values; the quad of g is groups [q0, q0 + q).
-    int64_t float_column_offset(int64_t g, int64_t k, int64_t b, int64_t elem_bytes) const {
+    // Float weights: the first group of g's quad, and the elements from one of g's columns to
+    // the next (16 per group of the quad).
+    int64_t float_quad_begin(int64_t g) const {
         const int64_t first = band_begin(g / band_groups);
-        const int64_t q0 = first + (g - first) / 4 * 4;
-        const int64_t q = std::min<int64_t>(4, band_end(g / band_groups) - q0);
-        return chunk_offset(q0, k) + (b * q + (g - q0)) * kPackedRows * elem_bytes;
+        return first + (g - first) / 4 * 4;
+    }
+    int64_t float_column_stride(int64_t g) const {
+        const int64_t q0 = float_quad_begin(g);
+        return std::min<int64_t>(4, band_end(g / band_groups) - q0) * kPackedRows;
+    }
+    // Float weights: offset in the matrix of group g's column b (counted from the start of
+    // stripe k), its 16 rows' elem_bytes-sized values.
+    int64_t float_column_offset(int64_t g, int64_t k, int64_t b, int64_t elem_bytes) const {
+        const int64_t q0 = float_quad_begin(g);
+        return chunk_offset(q0, k) +
+               (b * float_column_stride(g) + (g - q0) * kPackedRows) * elem_bytes;
     }
     // Bytes of one pair of blocks with their d unit (has_d_units only).
     int64_t pair_bytes() const { return 64 + 2 * a_bytes; }
