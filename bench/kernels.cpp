@@ -19,6 +19,7 @@
 
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "kernels/kernel_path.h"
 #include "kernels/matmul.h"
 #include "kernels/packed_layout.h"
 #include "quant/quantize.h"
@@ -293,6 +294,13 @@ void BM_Gemv(benchmark::State& state, GgmlType type) {
 void BM_GemvPacked(benchmark::State& state, GgmlType type) {
     gemv(state, type, kDim, kDim, minfer::MatmulMode::kBatchInvariant, /*packed=*/true, 1);
 }
+// The same with the other choice of the AVX2 kernels' software prefetches than this CPU's
+// (kernel_path.h), to check that choice on a new machine.
+void BM_GemvPackedOtherPrefetch(benchmark::State& state, GgmlType type) {
+    minfer::set_avx2_software_prefetch(!minfer::software_prefetch_pays());
+    gemv(state, type, kDim, kDim, minfer::MatmulMode::kBatchInvariant, /*packed=*/true, 1);
+    minfer::set_avx2_software_prefetch(minfer::software_prefetch_pays());
+}
 
 // Decoding's matrices of Qwen2 0.5B (n_cols x n_rows: 896 x 4864 FFN up/gate, 4864 x 896 FFN
 // down, 896 x 151936 output), one token, in the fast mode (GEMV) and in the batch-invariant mode
@@ -399,6 +407,21 @@ MINFER_MATMUL_BENCH(F16);
 MINFER_PACKED_BENCH(F16);
 MINFER_MATMUL_BENCH(BF16);
 MINFER_PACKED_BENCH(BF16);
+// The quantized types' GEMV with the other prefetch choice (the float kernels issue none).
+#define MINFER_OTHER_PREFETCH_BENCH(TYPE)                               \
+    BENCHMARK_CAPTURE(BM_GemvPackedOtherPrefetch, TYPE, GgmlType::TYPE) \
+        ->Arg(1)                                                        \
+        ->Arg(2)                                                        \
+        ->UseRealTime()                                                 \
+        ->Unit(benchmark::kMicrosecond)
+MINFER_OTHER_PREFETCH_BENCH(Q4_0);
+MINFER_OTHER_PREFETCH_BENCH(Q8_0);
+MINFER_OTHER_PREFETCH_BENCH(Q4_K);
+MINFER_OTHER_PREFETCH_BENCH(Q6_K);
+MINFER_OTHER_PREFETCH_BENCH(Q5_0);
+MINFER_OTHER_PREFETCH_BENCH(Q5_K);
+MINFER_OTHER_PREFETCH_BENCH(IQ4_XS);
+MINFER_OTHER_PREFETCH_BENCH(IQ4_NL);
 
 // Arguments: threads, tokens (1 to 16: sequences decoding together).
 #define MINFER_DECODE_BENCH(TYPE, NAME, COLS, ROWS)                                \

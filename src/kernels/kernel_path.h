@@ -20,4 +20,15 @@ void set_x86_extensions_enabled(bool enabled);
 bool x86_vnni_available();  // CPU has VNNI and it is enabled
 bool x86_bf16_available();  // CPU has AVX512-BF16 and it is enabled
 
+// Whether the AVX2 kernels of the interleaved weights ask for the lines ahead of their reads
+// (software prefetches; packed_simd.cpp has the measurements). By default the CPU's own answer,
+// software_prefetch_pays(): Zen 3's hardware prefetchers alone fell behind those kernels, Zen 4's
+// keep up and the prefetches only slowed them. Tests and benchmarks switch it to run both ways.
+bool software_prefetch_pays();
+// The rule behind it, for an x86 CPU by vendor and CPUID family and model (display values):
+// false on AMD Zen 4 and later (family 0x19's Zen 4 models, family 0x1A on), true elsewhere.
+bool software_prefetch_pays_on(bool amd, unsigned family, unsigned model);
+void set_avx2_software_prefetch(bool enabled);
+bool avx2_software_prefetch();
+
 }  // namespace minfer

@@ -318,11 +318,17 @@ HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int3
 // for the lines kPrefetchBytes ahead as each sub-block starts (a block's share of them: a
 // K-quant block's 36 lines spread over its 8 sub-blocks; all at once was 5-15 % slower on Zen 4)
 // brought one thread to 88 % on Q4_0 and Q8_0 and 82 % on Q4_K, two to 97, 98 and 92 % (from 72,
-// 78 and 77). The AVX-512 kernels issue none (see packed_layout.h).
+// 78 and 77). Zen 4's prefetchers keep up alone, and there the prefetches only cost: on the Zen 4
+// VM without AVX-512 (3 December, bench_kernels 4096 x 4096 from DRAM, one thread) Q4_0 read
+// 19.5-20.4 GB/s with them and 23.8-24.1 without, Q4_K 14.0-15.4 against 21.5-22.3, and two
+// threads decoded Llama 1.1B Q4_K_M at 40-45 tokens/s with them, 48-50 without (three
+// alternations; Q4_0, Q8_0 and the MoE 5-15 % faster too). So kPrefetch follows
+// software_prefetch_pays() (kernel_path.h). The AVX-512 kernels issue none (packed_layout.h).
 constexpr int64_t kPrefetchBytes = 2048;
 
-template <class Tr>
+template <class Tr, bool kPrefetch>
 HWY_INLINE void PrefetchAhead(const uint8_t* codes, int s) {
+    if constexpr (!kPrefetch) return;
     // Constants once the sub-block loop is unrolled: a few prefetches, no arithmetic.
     const int begin = s * Tr::kBlockBytes / Tr::kSubs, end = (s + 1) * Tr::kBlockBytes / Tr::kSubs;
     for (int at = begin; at < end; at += 64) {
@@ -339,7 +345,7 @@ HWY_INLINE void PrefetchAhead(const uint8_t* codes, int s) {
 // Q8_0 21.7-30.0 -> 29.7-32.5. (The K-quants' loop done so, both heads decoded first, was slower.)
 // The same integer sums (exact in any order) and the same float operations per block: the same
 // bits.
-template <class Tr>
+template <class Tr, bool kPrefetch>
 HWY_INLINE void Block32OneTokenAvx2(const PackedChunk& g, const IntActivations& a,
                                     __m256 (&acc)[2][1]) {
     constexpr int64_t kCodeBytes = Tr::kBlockBytes - 32, kPairBytes = 64 + 2 * kCodeBytes;
@@ -348,7 +354,7 @@ HWY_INLINE void Block32OneTokenAvx2(const PackedChunk& g, const IntActivations& 
     const int32_t* corr = a.corr + g.b0;
     const float* da = a.d + g.b0;
     auto block = [&](const uint8_t* pa, const uint8_t* pd, int64_t local) HWY_ATTR {
-        PrefetchAhead<Tr>(pa, 0);
+        PrefetchAhead<Tr, kPrefetch>(pa, 0);
         const int8_t* x = act + local * 32;
         auto four = [x](int group) HWY_ATTR {  // the activations of columns 4 group .. + 3
             int32_t bytes;
@@ -421,14 +427,14 @@ HWY_INLINE void Block32OneTokenAvx2(const PackedChunk& g, const IntActivations& 
 // block of one chunk, into acc[i][t] for the halves h0 .. h0 + kHalves - 1 (8 rows each). With
 // both halves a block's units are read once, front to back; a run of 4 tokens takes one half at a
 // time (two halves' accumulators would not fit the 16 registers), the second from L1 or L2.
-template <class Tr, int T, int W, int kHalves>
+template <class Tr, bool kPrefetch, int T, int W, int kHalves>
 HWY_INLINE void PackedBlocksAvx2(const PackedChunk& g, const IntActivations& a, int64_t tile,
                                  int slot, int h0, __m256 (&acc)[kHalves][T]) {
     constexpr bool kOneTokenByWords = std::is_same_v<Tr, packed::Q4_0> ||
                                       std::is_same_v<Tr, packed::Q5_0> ||
                                       std::is_same_v<Tr, packed::Q8_0>;
     if constexpr (kOneTokenByWords && T == 1 && W == 1 && kHalves == 2) {
-        Block32OneTokenAvx2<Tr>(g, a, acc);
+        Block32OneTokenAvx2<Tr, kPrefetch>(g, a, acc);
         return;
     }
     constexpr int kGroups = Tr::kSub / 4;
@@ -453,7 +459,7 @@ HWY_INLINE void PackedBlocksAvx2(const PackedChunk& g, const IntActivations& a, 
             __m256i isum[T];
             for (int t = 0; t < T; ++t) isum[t] = _mm256_setzero_si256();
             Tr::ForEachSub(pa, head, h, [&](int s, const __m256i* v) HWY_ATTR {
-                if (h == 0) PrefetchAhead<Tr>(pa, s);
+                if (h == 0) PrefetchAhead<Tr, kPrefetch>(pa, s);
                 const int64_t as = b * Tr::kSubs + s;  // sub-block of the activation row
                 // Q4_K and Q5_K scale the pairs as they widen them (no offset to correct).
                 constexpr bool kScaledPairs = Tr::kSubs > 1 && Tr::kOffset == 0;
@@ -500,7 +506,7 @@ HWY_INLINE void PackedBlocksAvx2(const PackedChunk& g, const IntActivations& a, 
 // T tokens from token t0 (tiles of W) against one chunk, halves h0 .. h0 + kHalves - 1, stored to
 // y[(t0 + t) * y_stride + r] for the group's valid rows. A chunk after a row's first continues the
 // sums the previous one stored (as the AVX-512 PackedTile).
-template <class Tr, int T, int W, int kHalves>
+template <class Tr, bool kPrefetch, int T, int W, int kHalves>
 void PackedTileAvx2(const PackedChunk& g, const IntActivations& a, int64_t t0, float* y,
                     int64_t y_stride, int valid_rows, int h0) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -514,7 +520,7 @@ void PackedTileAvx2(const PackedChunk& g, const IntActivations& a, int64_t t0, f
                                   : _mm256_maskload_ps(y + (t0 + t) * y_stride + r0, rows[i]);
         }
     }
-    PackedBlocksAvx2<Tr, T, W, kHalves>(g, a, t0 / W, static_cast<int>(t0 % W), h0, acc);
+    PackedBlocksAvx2<Tr, kPrefetch, T, W, kHalves>(g, a, t0 / W, static_cast<int>(t0 % W), h0, acc);
     for (int i = 0; i < kHalves; ++i) {
         for (int t = 0; t < T; ++t) {
             _mm256_maskstore_ps(y + (t0 + t) * y_stride + 8 * (h0 + i), rows[i], acc[i][t]);
@@ -523,24 +529,24 @@ void PackedTileAvx2(const PackedChunk& g, const IntActivations& a, int64_t t0, f
 }
 
 // Groups [g0, g1): runs of 4 (a half at a time), 2 and 1 tokens against each chunk.
-template <class Tr>
+template <class Tr, bool kPrefetch>
 void PackedGroupsAvx2(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int64_t g1,
                       const IntActivations& a, int64_t n_tokens, float* y) {
     ForEachChunk(w, l, g0, g1, y, [&](const PackedChunk& g, float* yg, int valid) HWY_ATTR {
         if (a.width == 1) {  // one token, dense activations
-            PackedTileAvx2<Tr, 1, 1, 2>(g, a, 0, yg, w.n_rows, valid, 0);
+            PackedTileAvx2<Tr, kPrefetch, 1, 1, 2>(g, a, 0, yg, w.n_rows, valid, 0);
             return;
         }
         int64_t t = 0;
         for (; t + 4 <= n_tokens; t += 4) {
-            PackedTileAvx2<Tr, 4, kTokenTile, 1>(g, a, t, yg, w.n_rows, valid, 0);
-            PackedTileAvx2<Tr, 4, kTokenTile, 1>(g, a, t, yg, w.n_rows, valid, 1);
+            PackedTileAvx2<Tr, kPrefetch, 4, kTokenTile, 1>(g, a, t, yg, w.n_rows, valid, 0);
+            PackedTileAvx2<Tr, kPrefetch, 4, kTokenTile, 1>(g, a, t, yg, w.n_rows, valid, 1);
         }
         if (t + 2 <= n_tokens) {
-            PackedTileAvx2<Tr, 2, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
+            PackedTileAvx2<Tr, kPrefetch, 2, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
             t += 2;
         }
-        if (t < n_tokens) PackedTileAvx2<Tr, 1, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
+        if (t < n_tokens) PackedTileAvx2<Tr, kPrefetch, 1, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
     });
 }
 
@@ -627,7 +633,11 @@ void PackedMatmul(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
             PackedGroups<Tr, false>(w, l, group_begin, group_end, a, n_tokens, y);
         }
 #else
-        PackedGroupsAvx2<Tr>(w, l, group_begin, group_end, a, n_tokens, y);
+        if (avx2_software_prefetch()) {
+            PackedGroupsAvx2<Tr, true>(w, l, group_begin, group_end, a, n_tokens, y);
+        } else {
+            PackedGroupsAvx2<Tr, false>(w, l, group_begin, group_end, a, n_tokens, y);
+        }
 #endif
     });
 }

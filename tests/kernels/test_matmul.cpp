@@ -61,10 +61,12 @@ struct Path {
     bool extensions;
     MatmulMode mode = MatmulMode::kGemvForOneToken;
     bool packed = false;  // the interleaved weights attached
+    bool avx2_prefetch = software_prefetch_pays();  // the AVX2 packed kernels' prefetches
 };
 
 // Every kernel path of this machine (each once more in the batch-invariant mode with `invariant`,
-// and all of them once more with the interleaved weights with `packed`).
+// and all of them once more with the interleaved weights with `packed`, AVX2 with both choices
+// of prefetches).
 std::vector<Path> kernel_paths(bool invariant = false, bool packed = false) {
     std::vector<Path> paths = {{"scalar", 0, true}};
     auto add = [&](const std::string& name, int64_t target, bool extensions) {
@@ -84,6 +86,11 @@ std::vector<Path> kernel_paths(bool invariant = false, bool packed = false) {
             p.name += "-packed";
             p.packed = true;
             paths.push_back(p);
+            if (p.hwy_target == HWY_AVX2) {  // the AVX2 packed kernels' other prefetch choice
+                p.avx2_prefetch = !p.avx2_prefetch;
+                p.name += p.avx2_prefetch ? "-prefetch" : "-no-prefetch";
+                paths.push_back(p);
+            }
         }
     }
     return paths;
@@ -93,12 +100,14 @@ void select_path(const Path& path) {
     set_kernel_path(path.hwy_target == 0 ? KernelPath::kScalar : KernelPath::kBest);
     hwy::SetSupportedTargetsForTest(path.hwy_target);
     set_x86_extensions_enabled(path.extensions);
+    set_avx2_software_prefetch(path.avx2_prefetch);
 }
 
 void reset_path() {
     set_kernel_path(KernelPath::kBest);
     hwy::SetSupportedTargetsForTest(0);
     set_x86_extensions_enabled(true);
+    set_avx2_software_prefetch(software_prefetch_pays());
 }
 
 std::vector<float> make_activations(int64_t n_tokens, int64_t n_cols, uint32_t seed) {
