@@ -22,6 +22,7 @@
 #include "kernels/kernel_path.h"
 #include "kernels/matmul.h"
 #include "kernels/packed_layout.h"
+#include "quant/block_types.h"
 #include "quant/quantize.h"
 
 #if defined(__x86_64__)
@@ -241,6 +242,17 @@ const Weights& weights_of(GgmlType type, int64_t n_cols = kDim, int64_t n_rows =
         std::byte* dst = w.bytes.data() + r * row_bytes;
         if (r >= kDistinctRows) {
             std::memcpy(dst, w.bytes.data() + (r % kDistinctRows) * row_bytes, row_bytes);
+            continue;
+        }
+        if (type == GgmlType::IQ4_XS) {  // no quantizer: random codes and scales, a small d
+            auto* blocks = reinterpret_cast<minfer::block_iq4_xs*>(dst);
+            for (int64_t i = 0; i < n_cols / minfer::QK_K; ++i) {
+                auto* bytes = reinterpret_cast<uint8_t*>(&blocks[i]);
+                for (std::size_t k = 0; k < sizeof(blocks[i]); ++k) {
+                    bytes[k] = static_cast<uint8_t>(uniform() * 256.0f + 128.0f);
+                }
+                blocks[i].d = minfer::f32_to_f16(0.01f);
+            }
             continue;
         }
         for (float& v : row) v = normal();
