@@ -102,6 +102,15 @@ class PtyReader {
             if (std::chrono::steady_clock::now() >= deadline || !read_some()) return false;
         }
     }
+    // Waits until anything arrives after the cursor.
+    bool expect_more(int timeout_ms = 20000) {
+        const auto deadline =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+        while (seen_.size() <= cursor_) {
+            if (std::chrono::steady_clock::now() >= deadline || !read_some()) return false;
+        }
+        return true;
+    }
     const std::string& seen() const { return seen_; }
 
   private:
@@ -138,7 +147,9 @@ TEST(ChatCommand, CtrlCStopsTheAnswerOnATerminal) {
     ASSERT_EQ(write(master, "Once upon a time\r", 17), 17);
     ASSERT_TRUE(pty.expect("Once upon a time")) << pty.seen();
     ASSERT_TRUE(pty.expect("\n")) << pty.seen();
-    usleep(300000);                          // the answer is being written
+    // The answer is being written (a fixed wait was too short on a loaded machine once).
+    ASSERT_TRUE(pty.expect_more()) << pty.seen();
+    usleep(100000);
     ASSERT_EQ(write(master, "\x03", 1), 1);  // Ctrl-C
     ASSERT_TRUE(pty.expect("stop: interrupted")) << pty.seen();
     ASSERT_TRUE(pty.expect("> ")) << pty.seen();  // back at the prompt
