@@ -307,8 +307,12 @@ void BM_GemvPacked(benchmark::State& state, GgmlType type) {
     gemv(state, type, kDim, kDim, minfer::MatmulMode::kBatchInvariant, /*packed=*/true, 1);
 }
 // The same with the other choice of the AVX2 kernels' software prefetches than this CPU's
-// (kernel_path.h), to check that choice on a new machine.
+// (kernel_path.h), to check that choice on a new machine; only the AVX2 kernels prefetch.
 void BM_GemvPackedOtherPrefetch(benchmark::State& state, GgmlType type) {
+    if (minfer::kernels_in_use().rfind("AVX2", 0) != 0) {
+        state.SkipWithError("only the AVX2 kernels issue software prefetches");
+        return;
+    }
     minfer::set_avx2_software_prefetch(!minfer::software_prefetch_pays());
     gemv(state, type, kDim, kDim, minfer::MatmulMode::kBatchInvariant, /*packed=*/true, 1);
     minfer::set_avx2_software_prefetch(minfer::software_prefetch_pays());

@@ -29,6 +29,7 @@
 #include "core/memory_limits.h"
 #include "core/terminal_text.h"
 #include "core/thread_pool.h"
+#include "kernels/kernel_path.h"
 #include "kernels/machine_limits.h"
 #include "model/kv_spec.h"
 #include "quant/quant_mix.h"
@@ -177,7 +178,9 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
     std::strftime(time_buf, sizeof(time_buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     for (const auto& r : results) {
         array.push_back({{"build_commit", MINFER_VERSION},
+                         {"cpu_info", cpu_brand()},
                          {"backends", "CPU"},
+                         {"kernels", kernels_in_use()},
                          {"model_filename", model.file().path().string()},
                          {"model_type", model_type(model)},
                          {"model_size", model.weight_bytes()},
@@ -207,12 +210,13 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
         std::cout << array.dump(2) << "\n";
         return;
     }
-    const char* fields[] = {"build_commit",   "backends",       "model_filename",  "model_type",
-                            "model_size",     "model_n_params", "n_batch",         "n_threads",
-                            "type_k",         "type_v",         "batch_invariant", "repack",
-                            "repacked_bytes", "load_ms",        "prepare_ms",      "n_prompt",
-                            "n_gen",          "n_depth",        "n_parallel",      "test_time",
-                            "avg_ns",         "stddev_ns",      "avg_ts",          "stddev_ts"};
+    const char* fields[] = {"build_commit",   "cpu_info",       "backends",        "kernels",
+                            "model_filename", "model_type",     "model_size",      "model_n_params",
+                            "n_batch",        "n_threads",      "type_k",          "type_v",
+                            "batch_invariant", "repack",        "repacked_bytes",  "load_ms",
+                            "prepare_ms",     "n_prompt",       "n_gen",           "n_depth",
+                            "n_parallel",     "test_time",      "avg_ns",          "stddev_ns",
+                            "avg_ts",         "stddev_ts"};
     std::string header;
     for (const char* f : fields) header += concat(header.empty() ? "" : ",", f);
     std::cout << header << "\n";
@@ -255,6 +259,9 @@ void print_load(const std::vector<TestResult>& results, std::optional<uint64_t> 
                                            .c_str()
                                      : "weights zero-copy in the mapped file");
     if (peak) std::printf("Peak resident memory: %s\n", format_mib(*peak).c_str());
+    const std::string cpu = cpu_brand();
+    std::printf("Kernels: %s%s\n", kernels_in_use().c_str(),
+                cpu.empty() ? "" : concat(" on ", cpu).c_str());
 }
 
 void print_roofline(const std::vector<TestResult>& results, const Model& model) {

@@ -1,6 +1,10 @@
 #include "kernels/kernel_path.h"
 
+#include <hwy/targets.h>
+
 #include <atomic>
+#include <cstring>
+#include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -70,8 +74,8 @@ bool x86_bf16_available() {
 
 // Measured on Zen 3 (prefetches needed) and Zen 4 (not; Zen 5 assumed alike); other CPUs keep the
 // prefetches the kernels were first tuned with. Family 0x19's Zen 3 models are 0x00-0x0F and
-// 0x20-0x5F (Milan, Vermeer, Rembrandt, Cezanne), its Zen 4 models 0x10-0x1F, 0x60-0x7F and
-// 0xA0-0xAF (Genoa, Raphael, Phoenix, Bergamo).
+// 0x20-0x5F (Milan, Vermeer, Rembrandt, Cezanne); the others are taken as Zen 4 (those known:
+// 0x10-0x1F, 0x60-0x7F and 0xA0-0xAF: Genoa, Raphael, Phoenix, Bergamo).
 bool software_prefetch_pays_on(bool amd, unsigned family, unsigned model) {
     if (!amd || family < 0x19) return true;
     if (family > 0x19) return false;
@@ -91,6 +95,42 @@ void set_avx2_software_prefetch(bool enabled) {
 bool avx2_software_prefetch() {
     const int set = g_avx2_prefetch.load(std::memory_order_relaxed);
     return set < 0 ? software_prefetch_pays() : set == 1;
+}
+
+std::string kernels_in_use() {
+    if (kernel_path() == KernelPath::kScalar) return "scalar";
+    const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();  // the best first
+    if (targets.empty()) return "scalar";
+    std::string name = hwy::TargetName(targets.front());
+    if (targets.front() == HWY_AVX3) {
+        if (x86_vnni_available()) name += " VNNI";
+        if (x86_bf16_available()) name += " BF16";
+    }
+    if (targets.front() == HWY_AVX2) {
+        name += avx2_software_prefetch() ? " (software prefetch on)" : " (software prefetch off)";
+    }
+    return name;
+}
+
+std::string cpu_brand() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    unsigned regs[12] = {};
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(0x80000000, &eax, &ebx, &ecx, &edx) == 0 || eax < 0x80000004) return "";
+    for (unsigned leaf = 0; leaf < 3; ++leaf) {
+        __get_cpuid(0x80000002 + leaf, &regs[4 * leaf], &regs[4 * leaf + 1], &regs[4 * leaf + 2],
+                    &regs[4 * leaf + 3]);
+    }
+    char text[sizeof(regs) + 1] = {};
+    std::memcpy(text, regs, sizeof(regs));
+    std::string brand(text);
+    // Brand strings are padded with spaces at either end.
+    const auto first = brand.find_first_not_of(' ');
+    if (first == std::string::npos) return "";
+    return brand.substr(first, brand.find_last_not_of(' ') - first + 1);
+#else
+    return "";
+#endif
 }
 
 }  // namespace minfer

@@ -4,6 +4,8 @@
 // Tests force the portable scalar reference, or switch the VNNI/BF16 extras off, to check every
 // path on one machine; Highway targets are forced with hwy::SetSupportedTargetsForTest.
 
+#include <string>
+
 namespace minfer {
 
 enum class KernelPath {
@@ -26,8 +28,14 @@ bool x86_bf16_available();  // CPU has AVX512-BF16 and it is enabled
 // keep up and the prefetches only slowed them. Tests and benchmarks switch it to run both ways.
 bool software_prefetch_pays();
 // The rule behind it, for an x86 CPU by vendor and CPUID family and model (display values):
-// false on AMD Zen 4 and later (family 0x19's Zen 4 models, family 0x1A on), true elsewhere.
+// false on AMD Zen 4 and later (family 0x19 but its Zen 3 models, family 0x1A on), true elsewhere.
 bool software_prefetch_pays_on(bool amd, unsigned family, unsigned model);
+
+// For benchmark records: the kernels this process runs ("scalar", or Highway's name of the best
+// SIMD target, e.g. "AVX2 (software prefetch off)", "AVX3 VNNI BF16"), and the CPU's brand
+// string from CPUID ("" where unknown).
+std::string kernels_in_use();
+std::string cpu_brand();
 void set_avx2_software_prefetch(bool enabled);
 bool avx2_software_prefetch();
 

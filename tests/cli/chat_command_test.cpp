@@ -181,9 +181,12 @@ TEST(BenchCommand, PrintsATableAndJson) {
     ASSERT_EQ(doc.size(), 2u);
     for (const char* key :
          {"model_filename", "model_type", "model_size", "model_n_params", "n_threads", "n_prompt",
-          "n_gen", "avg_ts", "stddev_ts", "samples_ts"}) {
+          "n_gen", "avg_ts", "stddev_ts", "samples_ts", "cpu_info", "kernels"}) {
         EXPECT_TRUE(doc[0].contains(key)) << key;
     }
+    // The kernels this machine runs: a SIMD target's name (the CI machines have one) or "scalar".
+    EXPECT_FALSE(doc[0]["kernels"].get<std::string>().empty());
+    EXPECT_NE(table.out.find("Kernels: "), std::string::npos) << table.out;
     EXPECT_EQ(doc[0]["model_type"], "llama 3.4M Q4_0");  // small models in M, not "0.0B"
     EXPECT_EQ(doc[0]["n_prompt"], 8);
     EXPECT_EQ(doc[1]["n_gen"], 2);

@@ -1,4 +1,5 @@
-// Which CPUs the AVX2 packed kernels issue software prefetches on (kernel_path.h).
+// Which CPUs the AVX2 packed kernels issue software prefetches on, and how benchmarks name the
+// kernels and the CPU (kernel_path.h).
 #include <gtest/gtest.h>
 
 #include "kernels/kernel_path.h"
@@ -27,6 +28,28 @@ TEST(SoftwarePrefetch, SwitchesAndReturnsToTheCpusChoice) {
     EXPECT_NE(avx2_software_prefetch(), software_prefetch_pays());
     set_avx2_software_prefetch(software_prefetch_pays());
     EXPECT_EQ(avx2_software_prefetch(), software_prefetch_pays());
+}
+
+TEST(KernelsInUse, NamesTheScalarPathAndTheAvx2PrefetchChoice) {
+    EXPECT_FALSE(kernels_in_use().empty());
+    set_kernel_path(KernelPath::kScalar);
+    EXPECT_EQ(kernels_in_use(), "scalar");
+    set_kernel_path(KernelPath::kBest);
+    if (kernels_in_use().rfind("AVX2", 0) == 0) {
+        set_avx2_software_prefetch(true);
+        EXPECT_EQ(kernels_in_use(), "AVX2 (software prefetch on)");
+        set_avx2_software_prefetch(false);
+        EXPECT_EQ(kernels_in_use(), "AVX2 (software prefetch off)");
+        set_avx2_software_prefetch(software_prefetch_pays());
+    }
+}
+
+TEST(CpuBrand, TrimmedWhereKnown) {
+    const std::string brand = cpu_brand();
+    if (brand.empty()) GTEST_SKIP() << "no brand string on this CPU";
+    EXPECT_NE(brand.front(), ' ');
+    EXPECT_NE(brand.back(), ' ');
+    EXPECT_EQ(brand.find('\0'), std::string::npos);
 }
 
 }  // namespace
