@@ -210,13 +210,13 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
         std::cout << array.dump(2) << "\n";
         return;
     }
-    const char* fields[] = {"build_commit",   "cpu_info",       "backends",        "kernels",
-                            "model_filename", "model_type",     "model_size",      "model_n_params",
-                            "n_batch",        "n_threads",      "type_k",          "type_v",
-                            "batch_invariant", "repack",        "repacked_bytes",  "load_ms",
-                            "prepare_ms",     "n_prompt",       "n_gen",           "n_depth",
-                            "n_parallel",     "test_time",      "avg_ns",          "stddev_ns",
-                            "avg_ts",         "stddev_ts"};
+    const char* fields[] = {"build_commit",    "cpu_info",   "backends",       "kernels",
+                            "model_filename",  "model_type", "model_size",     "model_n_params",
+                            "n_batch",         "n_threads",  "type_k",         "type_v",
+                            "batch_invariant", "repack",     "repacked_bytes", "load_ms",
+                            "prepare_ms",      "n_prompt",   "n_gen",          "n_depth",
+                            "n_parallel",      "test_time",  "avg_ns",         "stddev_ns",
+                            "avg_ts",          "stddev_ts"};
     std::string header;
     for (const char* f : fields) header += concat(header.empty() ? "" : ",", f);
     std::cout << header << "\n";

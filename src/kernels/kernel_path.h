@@ -30,13 +30,14 @@ bool software_prefetch_pays();
 // The rule behind it, for an x86 CPU by vendor and CPUID family and model (display values):
 // false on AMD Zen 4 and later (family 0x19 but its Zen 3 models, family 0x1A on), true elsewhere.
 bool software_prefetch_pays_on(bool amd, unsigned family, unsigned model);
+// The choice in force: the default above until set.
+void set_avx2_software_prefetch(bool enabled);
+bool avx2_software_prefetch();
 
 // For benchmark records: the kernels this process runs ("scalar", or Highway's name of the best
 // SIMD target, e.g. "AVX2 (software prefetch off)", "AVX3 VNNI BF16"), and the CPU's brand
 // string from CPUID ("" where unknown).
 std::string kernels_in_use();
 std::string cpu_brand();
-void set_avx2_software_prefetch(bool enabled);
-bool avx2_software_prefetch();
 
 }  // namespace minfer

@@ -546,7 +546,9 @@ void PackedGroupsAvx2(const WeightMatrix& w, const PackedLayout& l, int64_t g0, 
             PackedTileAvx2<Tr, kPrefetch, 2, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
             t += 2;
         }
-        if (t < n_tokens) PackedTileAvx2<Tr, kPrefetch, 1, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
+        if (t < n_tokens) {
+            PackedTileAvx2<Tr, kPrefetch, 1, kTokenTile, 2>(g, a, t, yg, w.n_rows, valid, 0);
+        }
     });
 }
 

@@ -8,11 +8,11 @@ namespace minfer {
 namespace {
 
 TEST(SoftwarePrefetch, OnZen3AndOlderAndOtherVendors) {
-    EXPECT_TRUE(software_prefetch_pays_on(true, 0x19, 0x01));   // Milan
-    EXPECT_TRUE(software_prefetch_pays_on(true, 0x19, 0x21));   // Vermeer
-    EXPECT_TRUE(software_prefetch_pays_on(true, 0x19, 0x50));   // Cezanne
-    EXPECT_TRUE(software_prefetch_pays_on(true, 0x17, 0x31));   // Rome (Zen 2)
-    EXPECT_TRUE(software_prefetch_pays_on(false, 0x6, 0x8F));   // an Intel Xeon
+    EXPECT_TRUE(software_prefetch_pays_on(true, 0x19, 0x01));  // Milan
+    EXPECT_TRUE(software_prefetch_pays_on(true, 0x19, 0x21));  // Vermeer
+    EXPECT_TRUE(software_prefetch_pays_on(true, 0x19, 0x50));  // Cezanne
+    EXPECT_TRUE(software_prefetch_pays_on(true, 0x17, 0x31));  // Rome (Zen 2)
+    EXPECT_TRUE(software_prefetch_pays_on(false, 0x6, 0x8F));  // an Intel Xeon
 }
 
 TEST(SoftwarePrefetch, NotOnZen4AndLater) {
