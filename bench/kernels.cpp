@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -306,6 +307,57 @@ void BM_Gemv(benchmark::State& state, GgmlType type) {
 void BM_GemvPacked(benchmark::State& state, GgmlType type) {
     gemv(state, type, kDim, kDim, minfer::MatmulMode::kBatchInvariant, /*packed=*/true, 1);
 }
+// One core's kernel on a matrix of about state.range(0) KiB multiplied again and again: 384 fits
+// L2 (the kernel's own speed, what one core computes when memory is not the limit), 8192 the L3
+// on paper. On a VM the L3's other tenants take part of it: there the Q4_K kernel computed 28-30
+// GB/s from L2 and 23-25 from a 9.4 MB matrix. Each iteration times the matrix (kDim columns),
+// then its first 16 rows as a matrix of their own; GB/s is the difference of bytes over the
+// difference of time, so what every call costs besides its rows (quantizing the activations,
+// the dispatch) drops out.
+// Rows [0, n_rows) of w (the file's bytes of copy 0) as a matrix with an interleaved copy of its
+// own in `packed`.
+minfer::WeightMatrix packed_prefix(const Weights& w, int64_t n_rows, std::vector<Line>& packed) {
+    const std::size_t row_bytes = minfer::row_size(w.type, w.n_cols);
+    minfer::WeightMatrix m{w.type, w.n_cols, n_rows,
+                           std::span<const std::byte>(w.bytes).subspan(0, row_bytes * n_rows)};
+    const auto layout = minfer::kernels::packed_layout(w.type, w.n_cols, n_rows);
+    packed.assign((layout.bytes() + 63) / 64, Line{});
+    minfer::kernels::repack_groups(m, 0, layout.n_groups, packed.front().bytes);
+    m.packed = std::span<const std::byte>(packed.front().bytes, layout.bytes());
+    return m;
+}
+
+void BM_GemvPackedInCache(benchmark::State& state, GgmlType type) {
+    using Clock = std::chrono::steady_clock;
+    const auto row_bytes = static_cast<int64_t>(minfer::row_size(type, kDim));
+    const int64_t rows = std::max<int64_t>(64, (state.range(0) << 10) / row_bytes / 16 * 16);
+    const Weights& w = weights_of(type, kDim, rows);
+    std::vector<Line> big_packed, small_packed;
+    const minfer::WeightMatrix big = packed_prefix(w, rows, big_packed);
+    const minfer::WeightMatrix small = packed_prefix(w, 16, small_packed);
+    const std::vector<float> x = activations(1);
+    std::vector<float> y(static_cast<std::size_t>(rows));
+    minfer::MatmulScratch scratch;
+    auto& pool = pool_of(1);
+    double big_s = 0, small_s = 0;
+    for (auto _ : state) {
+        const auto t0 = Clock::now();
+        minfer::matmul(big, x.data(), 1, y.data(), pool, scratch,
+                       minfer::MatmulMode::kBatchInvariant);
+        const auto t1 = Clock::now();
+        minfer::matmul(small, x.data(), 1, y.data(), pool, scratch,
+                       minfer::MatmulMode::kBatchInvariant);
+        const auto t2 = Clock::now();
+        benchmark::ClobberMemory();
+        big_s += std::chrono::duration<double>(t1 - t0).count();
+        small_s += std::chrono::duration<double>(t2 - t1).count();
+        state.SetIterationTime(std::chrono::duration<double>(t2 - t0).count());
+    }
+    const double bytes = static_cast<double>((rows - 16) * row_bytes);
+    state.counters["GB/s"] =
+        static_cast<double>(state.iterations()) * bytes / std::max(big_s - small_s, 1e-9) * 1e-9;
+}
+
 // The same with the other choice of the AVX2 kernels' software prefetches than this CPU's
 // (kernel_path.h), to check that choice on a new machine; only the AVX2 kernels prefetch.
 void BM_GemvPackedOtherPrefetch(benchmark::State& state, GgmlType type) {
@@ -392,16 +444,21 @@ BENCHMARK(BM_PoolDispatch)->Arg(1)->Arg(2)->UseRealTime();
         ->Arg(2)                                     \
         ->UseRealTime()                              \
         ->Unit(benchmark::kMillisecond)
-#define MINFER_PACKED_BENCH(TYPE)                          \
-    BENCHMARK_CAPTURE(BM_GemvPacked, TYPE, GgmlType::TYPE) \
-        ->Arg(1)                                           \
-        ->Arg(2)                                           \
-        ->UseRealTime()                                    \
-        ->Unit(benchmark::kMicrosecond);                   \
-    BENCHMARK_CAPTURE(BM_GemmPacked, TYPE, GgmlType::TYPE) \
-        ->Arg(1)                                           \
-        ->Arg(2)                                           \
-        ->UseRealTime()                                    \
+#define MINFER_PACKED_BENCH(TYPE)                                 \
+    BENCHMARK_CAPTURE(BM_GemvPacked, TYPE, GgmlType::TYPE)        \
+        ->Arg(1)                                                  \
+        ->Arg(2)                                                  \
+        ->UseRealTime()                                           \
+        ->Unit(benchmark::kMicrosecond);                          \
+    BENCHMARK_CAPTURE(BM_GemvPackedInCache, TYPE, GgmlType::TYPE) \
+        ->Arg(384)                                                \
+        ->Arg(8192)                                               \
+        ->UseManualTime()                                         \
+        ->Unit(benchmark::kMicrosecond);                          \
+    BENCHMARK_CAPTURE(BM_GemmPacked, TYPE, GgmlType::TYPE)        \
+        ->Arg(1)                                                  \
+        ->Arg(2)                                                  \
+        ->UseRealTime()                                           \
         ->Unit(benchmark::kMillisecond)
 MINFER_MATMUL_BENCH(Q4_0);
 MINFER_PACKED_BENCH(Q4_0);

@@ -10,6 +10,8 @@
 //     from its words, the others from the head);
 //   ForEachSub(a, head, h, f): calls f(s, v) for every sub-block s, v[kSub / 4] its codes
 //     (value + kOffset, unsigned, at most kMaxCode);
+//   ForEachIndexSub(a, head, h, f) (the IQ4 types, kIndexed): as ForEachSub with the table
+//     indices (the nibbles) for codes;
 //   kBlockBytes: a block's bytes in a chunk, its codes and half a d unit where the type has
 //     them (the prefetches' pace: a wrong figure would only slow them).
 // `a` is the block's codes, `b` its d unit (types with one; never read otherwise).
@@ -24,6 +26,7 @@
 #endif
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "hwy/highway.h"
 #include "quant/block_types.h"
@@ -68,11 +71,37 @@ HWY_INLINE __m256 HalfToFloat(__m256i words, bool high) {
     return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(gathered, 0x08)));
 }
 
-// The IQ4_NL table as value + 128 (unsigned codes), in both 128-bit lanes for vpshufb.
-HWY_INLINE __m256i Iq4Table() {
-    alignas(16) uint8_t biased[16];
-    for (int i = 0; i < 16; ++i) biased[i] = static_cast<uint8_t>(kvalues_iq4nl[i] + 128);
-    return Pattern(_mm_load_si128(reinterpret_cast<const __m128i*>(biased)));
+// The IQ4_NL table in both 128-bit lanes for vpshufb: as value + 128 (the unsigned codes the
+// panels take), as the signed values, or as their magnitudes.
+enum class Iq4Form { kBiased, kSigned, kMagnitude };
+HWY_INLINE __m256i Iq4Table(Iq4Form form) {
+    alignas(16) int8_t entries[16];
+    for (int i = 0; i < 16; ++i) {
+        const int value = kvalues_iq4nl[i];  // -127 .. 113: |value| fits a signed byte
+        entries[i] = static_cast<int8_t>(form == Iq4Form::kBiased      ? value + 128
+                                         : form == Iq4Form::kMagnitude ? std::abs(value)
+                                                                       : value);
+    }
+    return Pattern(_mm_load_si128(reinterpret_cast<const __m128i*>(entries)));
+}
+
+// True for the types whose codes are indices into the IQ4 table (ForEachIndexSub).
+template <class Tr>
+constexpr bool IsIndexed() {
+    if constexpr (requires { Tr::kIndexed; }) return Tr::kIndexed;
+    return false;
+}
+
+// The IQ4 types' ForEachSub, from their ForEachIndexSub (which gives the table indices, the codes'
+// nibbles): the codes as table value + 128.
+template <class Tr, class F>
+HWY_INLINE void Iq4ForEachSub(const uint8_t* a, const typename Tr::Head& head, int h, F&& f) {
+    const __m256i table = Iq4Table(Iq4Form::kBiased);
+    Tr::ForEachIndexSub(a, head, h, [&](int s, const __m256i* index) HWY_ATTR {
+        __m256i v[Tr::kSub / 4];
+        for (int k = 0; k < Tr::kSub / 4; ++k) v[k] = _mm256_shuffle_epi8(table, index[k]);
+        f(s, v);
+    });
 }
 
 // The 32-value types (one sub-block; the scale d in the d unit).
@@ -104,18 +133,23 @@ struct Q4_0 : Block32 {
     }
 };
 
+// IQ4_NL: Q4_0's words, the nibbles indices into the table.
 struct Iq4Nl : Block32 {
     static constexpr int kOffset = 128, kMaxCode = 255, kBlockBytes = 4 * 64 + 32;
+    static constexpr bool kIndexed = true;  // has ForEachIndexSub
     template <class F>
-    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
-        const __m256i table = Iq4Table();
-        __m256i v[8];
+    static HWY_INLINE void ForEachIndexSub(const uint8_t* a, const Head&, int h, F&& f) {
+        __m256i index[8];
         for (int j = 0; j < 4; ++j) {
             const __m256i w = Word(a, j, h);
-            v[j] = _mm256_shuffle_epi8(table, Low4(w));
-            v[4 + j] = _mm256_shuffle_epi8(table, High4(w));
+            index[j] = Low4(w);
+            index[4 + j] = High4(w);
         }
-        f(0, v);
+        f(0, index);
+    }
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head& head, int h, F&& f) {
+        Iq4ForEachSub<Iq4Nl>(a, head, h, f);
     }
 };
 
@@ -310,7 +344,7 @@ struct Q6_K {
 struct Iq4Xs {
     static constexpr int kBlockValues = 256, kSub = 32, kSubs = 8, kOffset = 128, kMaxCode = 255;
     static constexpr int kBlockBytes = 34 * 64;
-    static constexpr bool kMin = false;
+    static constexpr bool kMin = false, kIndexed = true;
     struct Head {
         __m256 d;
         __m256i scale[8];
@@ -333,18 +367,21 @@ struct Iq4Xs {
         return head.scale[s];
     }
     template <class F>
-    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
-        const __m256i table = Iq4Table();
+    static HWY_INLINE void ForEachIndexSub(const uint8_t* a, const Head&, int h, F&& f) {
 #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) {
-            __m256i v[8];
+            __m256i index[8];
             for (int k = 0; k < 4; ++k) {
                 const __m256i w = Word(a, 2 + 4 * s + k, h);
-                v[k] = _mm256_shuffle_epi8(table, Low4(w));
-                v[4 + k] = _mm256_shuffle_epi8(table, High4(w));
+                index[k] = Low4(w);
+                index[4 + k] = High4(w);
             }
-            f(s, v);
+            f(s, index);
         }
+    }
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head& head, int h, F&& f) {
+        Iq4ForEachSub<Iq4Xs>(a, head, h, f);
     }
 };
 
