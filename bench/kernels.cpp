@@ -307,13 +307,6 @@ void BM_Gemv(benchmark::State& state, GgmlType type) {
 void BM_GemvPacked(benchmark::State& state, GgmlType type) {
     gemv(state, type, kDim, kDim, minfer::MatmulMode::kBatchInvariant, /*packed=*/true, 1);
 }
-// One core's kernel on a matrix of about state.range(0) KiB multiplied again and again: 384 fits
-// L2 (the kernel's own speed, what one core computes when memory is not the limit), 8192 the L3
-// on paper. On a VM the L3's other tenants take part of it: there the Q4_K kernel computed 28-30
-// GB/s from L2 and 23-25 from a 9.4 MB matrix. Each iteration times the matrix (kDim columns),
-// then its first 16 rows as a matrix of their own; GB/s is the difference of bytes over the
-// difference of time, so what every call costs besides its rows (quantizing the activations,
-// the dispatch) drops out.
 // Rows [0, n_rows) of w (the file's bytes of copy 0) as a matrix with an interleaved copy of its
 // own in `packed`.
 minfer::WeightMatrix packed_prefix(const Weights& w, int64_t n_rows, std::vector<Line>& packed) {
@@ -327,6 +320,14 @@ minfer::WeightMatrix packed_prefix(const Weights& w, int64_t n_rows, std::vector
     return m;
 }
 
+// One core's kernel on a matrix of about state.range(0) KiB (at least 64 rows: the float kernels
+// take four groups of 16 at a time, so F16 and BF16 take 512 KiB at "384") multiplied again and
+// again: 384 fits a Zen 4's L2 (the kernel's own speed, what one core computes when memory is not
+// the limit), 8192 the L3 on paper. A 4096 x 4096 matrix (9.4 MB of Q4_K) multiplied so did not
+// stay in the shared L3 of the Zen 4 VM: 22-25 GB/s there, 26-30 from L2 with the same kernel.
+// Each iteration times the matrix (kDim columns), then its first 16 rows as a matrix of their own;
+// GB/s is the difference of bytes over the difference of time, so what every call costs besides
+// its rows (quantizing the activations, the dispatch) drops out.
 void BM_GemvPackedInCache(benchmark::State& state, GgmlType type) {
     using Clock = std::chrono::steady_clock;
     const auto row_bytes = static_cast<int64_t>(minfer::row_size(type, kDim));
@@ -339,6 +340,11 @@ void BM_GemvPackedInCache(benchmark::State& state, GgmlType type) {
     std::vector<float> y(static_cast<std::size_t>(rows));
     minfer::MatmulScratch scratch;
     auto& pool = pool_of(1);
+    // Once each untimed: the first calls' page faults (scratch, y) would not cancel.
+    for (const minfer::WeightMatrix* m : {&big, &small}) {
+        minfer::matmul(*m, x.data(), 1, y.data(), pool, scratch,
+                       minfer::MatmulMode::kBatchInvariant);
+    }
     double big_s = 0, small_s = 0;
     for (auto _ : state) {
         const auto t0 = Clock::now();

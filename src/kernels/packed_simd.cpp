@@ -243,8 +243,9 @@ void FillPanel(const PackedChunk& g, const IntPanel& panel) {
 // their magnitudes, two vpshufb where the codes took a vpshufb, a vpxor and a vpabsb (one core,
 // the matrix in L2: IQ4_NL 15.0 -> 16.8 GB/s, IQ4_XS 14.0 -> 15.3).
 //
-// One column group of codes stored + 128 (Q8_0, IQ4) against 4 activations x4 (each 32-bit lane):
-// w = codes ^ 0x80 as signed values, |w| x sign(x4, w) in 16-bit pairs, widened to each row's sum.
+// One column group of signed values w (Q8_0: its codes ^ 0x80; IQ4: looked up from the indices)
+// against 4 activations x4 (each 32-bit lane): |w| x sign(x4, w) in 16-bit pairs, widened to each
+// row's sum.
 HWY_INLINE __m256i SignedGroupDotAvx2(__m256i w, __m256i w_abs, __m256i x4) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(x4, w)),
                              _mm256_set1_epi16(1));
@@ -287,11 +288,13 @@ HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int3
     }
     if constexpr (Tr::kOffset == 128) {
         const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+        const __m256i values = packed::Iq4Table(packed::Iq4Form::kSigned);  // IQ4 only
+        const __m256i magnitudes = packed::Iq4Table(packed::Iq4Form::kMagnitude);
         for (int gi = 0; gi < kGroups; ++gi) {
             __m256i w, w_abs;
             if constexpr (packed::IsIndexed<Tr>()) {  // v: indices into the IQ4 table
-                w = _mm256_shuffle_epi8(packed::Iq4Table(packed::Iq4Form::kSigned), v[gi]);
-                w_abs = _mm256_shuffle_epi8(packed::Iq4Table(packed::Iq4Form::kMagnitude), v[gi]);
+                w = _mm256_shuffle_epi8(values, v[gi]);
+                w_abs = _mm256_shuffle_epi8(magnitudes, v[gi]);
             } else {
                 w = _mm256_xor_si256(v[gi], flip);
                 w_abs = _mm256_abs_epi8(w);
@@ -335,14 +338,35 @@ HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int3
 // software_prefetch_pays() (kernel_path.h). The AVX-512 kernels issue none (packed_layout.h).
 constexpr int64_t kPrefetchBytes = 2048;
 
-template <class Tr, bool kPrefetch>
-HWY_INLINE void PrefetchAhead(const uint8_t* codes, int s) {
+// The lines kPrefetchBytes ahead of bytes [begin, end) of a block.
+template <bool kPrefetch>
+HWY_INLINE void PrefetchRange(const uint8_t* codes, int begin, int end) {
     if constexpr (!kPrefetch) return;
-    // Constants once the sub-block loop is unrolled: a few prefetches, no arithmetic.
-    const int begin = s * Tr::kBlockBytes / Tr::kSubs, end = (s + 1) * Tr::kBlockBytes / Tr::kSubs;
     for (int at = begin; at < end; at += 64) {
         _mm_prefetch(reinterpret_cast<const char*>(codes + kPrefetchBytes + at), _MM_HINT_T0);
     }
+}
+
+// Sub-block s's share of them. Constants once the sub-block loop is unrolled: a few prefetches,
+// no arithmetic.
+template <class Tr, bool kPrefetch>
+HWY_INLINE void PrefetchAhead(const uint8_t* codes, int s) {
+    PrefetchRange<kPrefetch>(codes, s * Tr::kBlockBytes / Tr::kSubs,
+                             (s + 1) * Tr::kBlockBytes / Tr::kSubs);
+}
+
+// The float operations of the panel kernels for a block with mins (Q4_K, Q5_K), per row of a
+// half: isum its scaled sums, bsum[j * stride] the activations' sums of sub-blocks 2j, 2j + 1.
+HWY_INLINE __m256 KMinBlockAvx2(const packed::KHead& head, __m256i isum, const int32_t* bsum,
+                                int64_t stride, float da, __m256 acc) {
+    __m256i msum = _mm256_setzero_si256();
+    for (int j = 0; j < 4; ++j) {
+        msum = _mm256_add_epi32(
+            msum, _mm256_madd_epi16(head.mins[j], _mm256_set1_epi32(bsum[j * stride])));
+    }
+    const __m256 block = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), head.neg_dmin,
+                                         _mm256_mul_ps(_mm256_cvtepi32_ps(isum), head.d));
+    return _mm256_fmadd_ps(block, _mm256_set1_ps(da), acc);
 }
 
 // One token (dense activations) against every block of a Q4_0, Q5_0 or Q8_0 chunk, into acc[h]
@@ -351,7 +375,8 @@ HWY_INLINE void PrefetchAhead(const uint8_t* codes, int s) {
 // vectors and takes 8 broadcasts at once, and GCC spilled what the second half needed (llvm-mca:
 // 145 instructions a Q4_0 block). One core, the kernel alone on a 2048 x 2048 matrix in L3 (Zen 4
 // without AVX-512, 2.6 GHz): Q4_0 16.2-16.7 -> 21.6-24.0 GB/s, Q5_0 11.1-11.8 -> 14.0-14.4,
-// Q8_0 21.7-30.0 -> 29.7-32.5. (The K-quants' loop done so, both heads decoded first, was slower.)
+// Q8_0 21.7-30.0 -> 29.7-32.5. (The K-quants' loop done so, both heads decoded first, was slower;
+// Q4_K's, its scales taken per pair of sub-blocks, is faster: Q4KOneTokenAvx2.)
 // The same integer sums (exact in any order) and the same float operations per block: the same
 // bits.
 template <class Tr, bool kPrefetch>
@@ -460,8 +485,8 @@ HWY_INLINE void Q4KOneTokenAvx2(const PackedChunk& g, const IntActivations& a,
         // the time the loads saved).
 #pragma GCC unroll 4
         for (int pair = 0; pair < 4; ++pair) {
-            PrefetchAhead<packed::Q4_K, kPrefetch>(pa, 2 * pair);
-            PrefetchAhead<packed::Q4_K, kPrefetch>(pa, 2 * pair + 1);
+            // The pair's share of the block's 36 lines: 9.
+            PrefetchRange<kPrefetch>(pa, 576 * pair, 576 * (pair + 1));
             // 16-bit pair sums of sub-blocks 2 pair (low) and 2 pair + 1 (high) per half: 8 groups
             // of 4-bit codes stay within 8 * 2 * 15 * 128.
             __m256i low[2], high[2];
@@ -482,12 +507,8 @@ HWY_INLINE void Q4KOneTokenAvx2(const PackedChunk& g, const IntActivations& a,
                 // The 6-bit scales of sub-blocks 0-3 or 4-7 (as DecodeK4Head), byte k of each
                 // word for sub-block 4 (pair / 2) + k.
                 const __m256i s0 = packed::Word(pa, 1, h);
-                const __m256i scales =
-                    pair < 2
-                        ? _mm256_and_si256(s0, _mm256_set1_epi8(0x3F))
-                        : _mm256_or_si256(
-                              _mm256_and_si256(packed::Word(pa, 3, h), _mm256_set1_epi8(0x0F)),
-                              _mm256_and_si256(_mm256_srli_epi16(s0, 2), _mm256_set1_epi8(0x30)));
+                const __m256i scales = pair < 2 ? packed::K4Scales03(s0)
+                                                : packed::K4Scales47(s0, packed::Word(pa, 3, h));
                 const int k = 2 * pair % 4;
                 const __m256i scaled_low = _mm256_madd_epi16(
                     low[h], _mm256_shuffle_epi8(scales, packed::ByteToBothHalves(k)));
@@ -496,18 +517,10 @@ HWY_INLINE void Q4KOneTokenAvx2(const PackedChunk& g, const IntActivations& a,
                 isum[h] = _mm256_add_epi32(isum[h], _mm256_add_epi32(scaled_low, scaled_high));
             }
         }
-        // The float operations of the panel kernels, per row (PackedBlocksAvx2's, with kMin).
         for (int h = 0; h < 2; ++h) {
-            const packed::KHead head = packed::DecodeK4Head(pa, h);  // only d, dmin, mins used
-            __m256i msum = _mm256_setzero_si256();
-            for (int j = 0; j < 4; ++j) {
-                msum = _mm256_add_epi32(
-                    msum, _mm256_madd_epi16(head.mins[j], _mm256_set1_epi32(bsum[local * 4 + j])));
-            }
-            const __m256 block =
-                _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), head.neg_dmin,
-                                _mm256_mul_ps(_mm256_cvtepi32_ps(isum[h]), head.d));
-            acc[h][0] = _mm256_fmadd_ps(block, _mm256_set1_ps(da[local]), acc[h][0]);
+            // Of the head only d, dmin and the mins are used: the compiler drops the rest.
+            acc[h][0] = KMinBlockAvx2(packed::DecodeK4Head(pa, h), isum[h], bsum + local * 4, 1,
+                                      da[local], acc[h][0]);
         }
     }
 }
@@ -545,7 +558,8 @@ HWY_INLINE void PackedBlocksAvx2(const PackedChunk& g, const IntActivations& a, 
             // first half's 4-byte values for it, spilled to the stack and reloaded: slower than
             // the broadcast loads from L1 (one core, the kernel alone on an L2-resident matrix:
             // Q4_K 26.7 -> 30.6 GB/s, Q5_K 19.5 -> 21.1, Q6_K 24.0 -> 25.1; Q5_0 16.9 -> 18.6;
-            // Q4_0 and Q8_0 are faster without, 26.1 against 23.8 for Q4_0).
+            // Q4_0 and Q8_0 are faster without, 26.1 against 23.8 for Q4_0; all on one token,
+            // which Q4_0, Q5_0, Q8_0 and Q4_K now take by their own loops above).
             constexpr bool kReloadPerHalf = Tr::kSubs > 1 || Tr::kOffset == 16;  // K-quants, Q5_0
             if (kReloadPerHalf && i > 0) asm volatile("" ::: "memory");
             const typename Tr::Head head = Tr::Decode(pa, pd, h);
@@ -587,16 +601,8 @@ HWY_INLINE void PackedBlocksAvx2(const PackedChunk& g, const IntActivations& a, 
                 }
             } else {
                 for (int t = 0; t < T; ++t) {
-                    __m256i msum = _mm256_setzero_si256();
-                    for (int j = 0; j < Tr::kSubs / 2; ++j) {
-                        const int32_t pair = bsum[(b * (Tr::kSubs / 2) + j) * W + t];
-                        msum = _mm256_add_epi32(
-                            msum, _mm256_madd_epi16(head.mins[j], _mm256_set1_epi32(pair)));
-                    }
-                    const __m256 block =
-                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), head.neg_dmin,
-                                        _mm256_mul_ps(_mm256_cvtepi32_ps(isum[t]), head.d));
-                    acc[i][t] = _mm256_fmadd_ps(block, _mm256_set1_ps(da[b * W + t]), acc[i][t]);
+                    acc[i][t] = KMinBlockAvx2(head, isum[t], bsum + b * (Tr::kSubs / 2) * W + t, W,
+                                              da[b * W + t], acc[i][t]);
                 }
             }
         }

@@ -215,6 +215,18 @@ HWY_INLINE __m256i BytePairToHalves(int k) {
                                  13 + k, z));
 }
 
+// The 6-bit scales of sub-blocks 0-3 (byte j of each word: sub-block j) from word 1 (s0), and
+// of sub-blocks 4-7 from words 1 and 3 (s2), as the AVX-512 DecodeK4Head's.
+HWY_INLINE __m256i K4Scales03(__m256i s0) {
+    return _mm256_and_si256(s0, _mm256_set1_epi8(0x3F));
+}
+HWY_INLINE __m256i K4Scales47(__m256i s0, __m256i s2) {
+    // The top 2 bits of each byte of s0 to bits 4-5 (a 16-bit shift: the mask drops what crosses
+    // from the next byte), under the low nibble of s2's.
+    return _mm256_or_si256(_mm256_and_si256(s2, _mm256_set1_epi8(0x0F)),
+                           _mm256_and_si256(_mm256_srli_epi16(s0, 2), _mm256_set1_epi8(0x30)));
+}
+
 // As the AVX-512 DecodeK4Head (quant/k_scales.h): bytes j of s0 and s1 hold scale and min j
 // (j < 4) in their low 6 bits and the top 2 bits of scale and min j + 4, whose low 4 bits are the
 // nibbles of byte j of s2; then one pshufb per vector.
@@ -225,12 +237,10 @@ HWY_INLINE KHead DecodeK4Head(const uint8_t* a, int h) {
     head.neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), HalfToFloat(dm, true));
     const __m256i low6 = _mm256_set1_epi8(0x3F), low4 = _mm256_set1_epi8(0x0F);
     const __m256i bits45 = _mm256_set1_epi8(0x30);
-    // Top 2 bits of each byte of s0 and s1 to bits 4-5 (16-bit shifts: the masks drop what
-    // crosses from the next byte).
-    const __m256i scale_top = _mm256_and_si256(_mm256_srli_epi16(s0, 2), bits45);
+    // The mins as the scales (K4Scales03, K4Scales47), from s1 and the high nibbles of s2.
     const __m256i min_top = _mm256_and_si256(_mm256_srli_epi16(s1, 2), bits45);
-    const __m256i scale03 = _mm256_and_si256(s0, low6), min03 = _mm256_and_si256(s1, low6);
-    const __m256i scale47 = _mm256_or_si256(_mm256_and_si256(s2, low4), scale_top);
+    const __m256i scale03 = K4Scales03(s0), min03 = _mm256_and_si256(s1, low6);
+    const __m256i scale47 = K4Scales47(s0, s2);
     const __m256i min47 =
         _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(s2, 4), low4), min_top);
     for (int j = 0; j < 4; ++j) {
