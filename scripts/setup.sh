@@ -13,6 +13,10 @@ packages=(
     libcli11-dev                      # command-line parsing
     libedit-dev                       # line editing for `minfer chat`
     libboost-dev                      # Boost.Asio + Boost.Beast: the HTTP server of `minfer serve`
+    libvulkan-dev libvulkan-volk-dev glslc  # the Vulkan backend: headers, volk (opens the loader at
+                                      # run time), GLSL -> SPIR-V at build time
+    mesa-vulkan-drivers vulkan-validationlayers  # lavapipe, Mesa's Vulkan device on the CPU, and the
+                                      # Khronos validation layer: the Vulkan tests run on every machine
     libcurl4-openssl-dev              # downloads: hf:, ollama: and URL references (TLS, proxies, ranges)
     libssl-dev                        # OpenSSL's libcrypto: SHA-256 of downloads at disk speed
     chromium                          # the chat page's test in a real (headless) browser

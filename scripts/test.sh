@@ -8,7 +8,10 @@ cd "$(dirname "$0")/.."
 
 echo "== unit and integration tests (release)"
 cmake --build --preset release
-ctest --preset release
+ctest --preset release -LE vulkan
+
+echo "== the Vulkan backend on Mesa's lavapipe, with the Khronos validation layer"
+ctest --preset release -L vulkan
 
 echo "== server tests: minfer serve with the real openai npm client, raw sockets, a browser, nginx"
 node --test --test-concurrency=1 tests/server/node/*.test.mjs

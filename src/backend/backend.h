@@ -2,12 +2,15 @@
 // A backend executes forward-pass graphs (model/graph.h) on one device and owns what lives
 // there: the activation buffers the graphs declare, the paged KV cache, the logits. It executes
 // exactly what a graph says: every input an op reads is named by the op, every parameter carried
-// by it. The CPU backend comes first; a CUDA backend implements the same interface.
+// by it (model/op_def.h). Three implement it: cpu/ (the default), reference/ (the oracle) and
+// vulkan/ (GPUs); backend/device.h picks one.
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "model/graph.h"
@@ -30,6 +33,19 @@ struct BackendOptions {
     bool repack_weights = true;
     // Called once per executed op with its time when set (MINFER_TRACE in the CLI).
     std::function<void(const Op& op, double micros)> trace;
+};
+
+// What a backend on a device with memory of its own (a GPU) has done since it was made: how often
+// the host handed it work and waited, what crossed between host and device memory, and the
+// Khronos validation layer's findings where it is on (MINFER_VULKAN_VALIDATION=1).
+struct DeviceTransfers {
+    uint64_t submissions = 0;      // queue submissions
+    uint64_t host_waits = 0;       // waits of the host for the device
+    uint64_t bytes_up = 0;         // host -> device, weights included
+    uint64_t bytes_down = 0;       // device -> host
+    uint64_t weight_bytes_up = 0;  // of bytes_up: weights (all at load, none per pass)
+    int validation_errors = 0;
+    std::string first_validation_error;
 };
 
 class Backend {
@@ -62,6 +78,9 @@ class Backend {
     // decode step of several sequences reads the union of theirs). 0 when a backend does not
     // count (the bench's roofline then uses Model::bytes_per_token).
     virtual uint64_t weight_bytes_read() const { return 0; }
+
+    // A device backend's counts (nullopt for the host backends).
+    virtual std::optional<DeviceTransfers> device_transfers() const { return std::nullopt; }
 };
 
 // What every backend checks before executing a graph: Graph::validate against the cache's

@@ -19,6 +19,7 @@
 #include <random>
 #include <sstream>
 
+#include "backend/device.h"
 #include "cli/commands.h"
 #include "cli/context_flags.h"
 #include "cli/format.h"
@@ -49,6 +50,7 @@ struct BenchOptions {
     std::string n_prompt = "512", n_gen = "128", threads, n_parallel, n_depth = "0";
     int repetitions = 5;
     int64_t batch = 512;
+    std::string device = "cpu";
     std::string cache_type = "f16";
     bool batch_invariant = true;
     bool repack = true;
@@ -97,6 +99,19 @@ struct TestResult {
 
 // "qwen2 0.5B Q4_0", like llama-bench's model_type; below 50 M parameters the size is in M
 // ("llama 0.3M F32" rather than "0.0B").
+// llama-bench's "backends" field: "CPU", "Reference".
+std::string backend_label(const std::string& device) {
+    switch (parse_device(device).kind) {
+        case DeviceKind::kCpu:
+            return "CPU";
+        case DeviceKind::kReference:
+            return "Reference";
+        case DeviceKind::kVulkan:
+            return "Vulkan";
+    }
+    return "?";
+}
+
 std::string model_type(const Model& model) {
     const double params = static_cast<double>(model.n_params());
     const double billions = params / 1e9;
@@ -179,7 +194,7 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
     for (const auto& r : results) {
         array.push_back({{"build_commit", MINFER_VERSION},
                          {"cpu_info", cpu_brand()},
-                         {"backends", "CPU"},
+                         {"backends", backend_label(o.device)},
                          {"kernels", kernels_in_use()},
                          {"model_filename", model.file().path().string()},
                          {"model_type", model_type(model)},
@@ -230,7 +245,8 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
     }
 }
 
-void print_table(const std::vector<TestResult>& results, const Model& model) {
+void print_table(const std::vector<TestResult>& results, const Model& model,
+                 const std::string& backend) {
     const std::string type = model_type(model);
     std::printf(
         "| model                          |       size |     params | backend | threads |  np | "
@@ -240,9 +256,9 @@ void print_table(const std::vector<TestResult>& results, const Model& model) {
         "--------------: | -------------------: |\n");
     for (const auto& r : results) {
         std::printf(
-            "| %-30s | %7.2f MiB | %8.2f M | CPU     | %7d | %3lld | %15s | %12.2f ± %5.2f |\n",
+            "| %-30s | %7.2f MiB | %8.2f M | %-7s | %7d | %3lld | %15s | %12.2f ± %5.2f |\n",
             type.c_str(), static_cast<double>(model.weight_bytes()) / (1024.0 * 1024.0),
-            static_cast<double>(model.n_params()) / 1e6, r.threads,
+            static_cast<double>(model.n_params()) / 1e6, backend.c_str(), r.threads,
             static_cast<long long>(r.test.n_parallel), r.name().c_str(), r.avg_ts(), r.stddev_ts());
     }
 }
@@ -332,6 +348,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--cache-type", o->cache_type, "KV cache type: f16, f32 or q8_0")
         ->check(CLI::IsMember({"f16", "f32", "q8_0"}))
         ->capture_default_str();
+    add_device_flag(cmd, o->device);
     cmd->add_flag("--batch-invariant,!--no-batch-invariant", o->batch_invariant,
                   "Bit-identical results whatever the batch (default; see run --help)");
     cmd->add_flag(
@@ -379,6 +396,7 @@ void add_bench_command(CLI::App& app) {
         options.kv_type = parse_kv_cache_type(o->cache_type);
         options.batch_invariant = o->batch_invariant;
         options.repack_weights = o->repack;
+        options.device = parse_device(o->device);
         options.trace = trace_from_environment();
         options.memory_advice = "; lower -p, -n, -d or -np, or use --cache-type q8_0";
         int64_t max_kv = 0;
@@ -467,7 +485,7 @@ void add_bench_command(CLI::App& app) {
             print_machine_readable(*o, results, *loaded.model);
             return;
         }
-        print_table(results, *loaded.model);
+        print_table(results, *loaded.model, backend_label(o->device));
         print_load(results, peak);
         if (roofline) print_roofline(results, *loaded.model);
     });

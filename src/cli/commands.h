@@ -19,6 +19,8 @@ void add_serve_command(CLI::App& app);
 void add_bench_serve_command(CLI::App& app);
 void add_pull_command(CLI::App& app);
 void add_list_command(CLI::App& app);
+// minfer --list-devices: the devices --device accepts (list_devices.cpp).
+void print_devices();
 void add_rm_command(CLI::App& app);
 
 }  // namespace minfer::cli

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "backend/device.h"
 #include "core/cpu_set.h"
 #include "core/error.h"
 #include "gguf/ggml_type.h"
@@ -12,7 +13,24 @@
 
 namespace minfer::cli {
 
+void add_device_flag(CLI::App* cmd, std::string& device) {
+    cmd->add_option("--device", device,
+                    "Backend that runs the model: cpu, vulkan (the first Vulkan GPU), vulkan:N "
+                    "(minfer --list-devices lists them), or reference (plain loops in double: the "
+                    "slow oracle for checking a kernel)")
+        ->check([](const std::string& text) {
+            try {
+                require_device_available(parse_device(text));
+                return std::string();
+            } catch (const Error& e) {
+                return std::string(e.what());
+            }
+        })
+        ->capture_default_str();
+}
+
 void add_context_flags(CLI::App* cmd, ContextFlags& f) {
+    add_device_flag(cmd, f.device);
     cmd->add_option("-t,--threads", f.threads,
                     "Threads to use (default and maximum: the CPUs this process may use)")
         ->check(CLI::Range(0, kMaxThreads));
@@ -76,6 +94,7 @@ class Tracer {
 
 EngineOptions to_engine_options(const ContextFlags& f) {
     EngineOptions o;
+    o.device = parse_device(f.device);
     // Clamped here, where the flag's name is known, so the warning names it; 0 stays "all".
     o.n_threads = f.threads == 0 ? 0 : clamp_thread_count(f.threads, "-t");
     o.n_ctx = f.ctx;

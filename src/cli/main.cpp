@@ -78,6 +78,16 @@ int main(int argc, char** argv) {
     app.name("minfer");
     app.set_version_flag("--version", std::string("minfer ") + MINFER_VERSION);
     app.require_subcommand(0, 1);
+    // Printed as soon as it is parsed, like --version: nothing after it runs.
+    app.add_flag_callback(
+           "--list-devices",
+           [] {
+               minfer::cli::print_devices();
+               cli::finish_standard_output();
+               throw CLI::Success();
+           },
+           "List the devices --device accepts (CPU, reference, Vulkan GPUs) and exit")
+        ->trigger_on_parse();
     app.fallthrough(false);
     // One line per error: "minfer: error: <what>; see minfer COMMAND --help".
     app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
@@ -134,6 +144,9 @@ int main(int argc, char** argv) {
         return report_output_errors_then(app.exit(e));
     } catch (const CLI::CallForVersion& e) {
         return report_output_errors_then(app.exit(e));
+    } catch (const CLI::Success&) {
+        return cli::kExitSuccess;  // --list-devices, written and flushed (after the help and
+                                   // version catches: those derive from Success)
     } catch (const CLI::ParseError& e) {
         // CLI11 has its own codes (104-114) per kind of mistake; scripts need one.
         app.exit(e);

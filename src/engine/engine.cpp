@@ -111,7 +111,8 @@ Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokeniz
     b.batch_invariant = options.batch_invariant;
     b.repack_weights = options.repack_weights;
     b.trace = options.trace;
-    backend_ = options.make_backend ? options.make_backend(b, *pool_) : make_cpu_backend(b, *pool_);
+    backend_ = options.make_backend ? options.make_backend(b, *pool_)
+                                    : make_backend(options.device, b, *pool_);
     // Weight preparation (the CPU backend's repacking) at load rather than in the first request.
     const int32_t first_token = 0;
     backend_->prepare(graph_for_prompt(std::span(&first_token, 1)));

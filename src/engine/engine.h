@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/device.h"
 #include "engine/paged_kv_cache.h"
 #include "engine/stop_strings.h"
 #include "grammar/compiled_grammar.h"
@@ -53,8 +54,9 @@ struct EngineOptions {
     // Appended to the error for a KV cache beyond the memory: the flags that size it.
     std::string memory_advice = "; lower --ctx or use --cache-type q8_0";
     std::function<void(const Op& op, double micros)> trace;  // per-op timing (MINFER_TRACE)
-    // The backend to run graphs on; unset: the CPU backend. (The tests' naive reference backend
-    // comes in here; a GPU backend will.)
+    DeviceChoice device;  // the backend to run graphs on (--device; backend/device.h)
+    // Overrides `device` when set: a backend of the tests' making (one that fails on purpose,
+    // one that counts what it is asked).
     std::function<std::unique_ptr<Backend>(const BackendOptions&, ThreadPool&)> make_backend;
 };
 

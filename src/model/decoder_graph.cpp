@@ -142,9 +142,9 @@ class DecoderGraph final : public ModelGraph {
 
       private:
         // A buffer [n][width] shared by every layer that needs one of this name and width.
-        BufferId rows_of(const char* name, int64_t width) {
+        BufferId rows_of(const char* name, int64_t width, DType type = DType::kF32) {
             auto [it, added] = by_width_.try_emplace({name, width}, kNoBuffer);
-            if (added) it->second = b_.buffer(name, n_, width);
+            if (added) it->second = b_.buffer(name, n_, width, type);
             return it->second;
         }
         void matmul(const char* label, BufferId dst, BufferId src, const Weight& w, int64_t width) {
@@ -242,32 +242,37 @@ class DecoderGraph final : public ModelGraph {
             const MoeParams moe{c.n_expert, k, /*per_slot_input=*/false};
             const MoeParams per_slot{c.n_expert, k, /*per_slot_input=*/true};
             const BufferId logits = rows_of("moe_logits", c.n_expert),
-                           route = rows_of("moe_route", 2 * k),
+                           experts = rows_of("moe_experts", k, DType::kI32),
+                           weights = rows_of("moe_weights", k),
                            gate = rows_of("moe_gate", k * c.n_ff),
                            up = rows_of("moe_up", k * c.n_ff),
                            down = rows_of("moe_down", k * hp_.n_embd);
             norm("ffn_norm", normed_, residual_, l.ffn_norm);
             matmul("ffn_gate_inp", logits, normed_, l.router, c.n_expert);
-            Op& r = b_.op(OpType::MoeRoute, "moe_route", layer_, route, n_, 2 * k);
+            Op& r = b_.op(OpType::MoeRoute, "moe_route", layer_, experts, n_, k);
             r.src0 = logits;
             r.moe = moe;
-            for (auto [label, dst, w] : {std::tuple{"ffn_gate_exps", gate, &l.gate_exps},
-                                         std::tuple{"ffn_up_exps", up, &l.up_exps}}) {
+            Op& w = b_.op(OpType::MoeWeights, "moe_weights", layer_, weights, n_, k);
+            w.src0 = logits;
+            w.src1 = experts;
+            w.moe = moe;
+            for (auto [label, dst, weight] : {std::tuple{"ffn_gate_exps", gate, &l.gate_exps},
+                                              std::tuple{"ffn_up_exps", up, &l.up_exps}}) {
                 Op& o = b_.op(OpType::MoeMatMul, label, layer_, dst, n_, k * c.n_ff);
                 o.src0 = normed_;
-                o.src1 = route;
-                o.weight = w;
+                o.src1 = experts;
+                o.weight = weight;
                 o.moe = moe;
             }
             b_.op(OpType::SwiGlu, "moe_swiglu", layer_, gate, n_, k * c.n_ff).src0 = up;
             Op& d = b_.op(OpType::MoeMatMul, "ffn_down_exps", layer_, down, n_, k * hp_.n_embd);
             d.src0 = gate;
-            d.src1 = route;
+            d.src1 = experts;
             d.weight = &l.down_exps;
             d.moe = per_slot;
             Op& sum = b_.op(OpType::MoeCombine, "moe_combine", layer_, projected_, n_, hp_.n_embd);
             sum.src0 = down;
-            sum.src1 = route;
+            sum.src1 = weights;
             sum.moe = moe;
             if (c.post_norms) norm("ffn_post_norm", projected_, projected_, l.ffn_post_norm);
             add_residual("ffn_residual");

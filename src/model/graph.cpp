@@ -5,51 +5,20 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "model/op_def.h"
 
 namespace minfer {
 
-const char* op_type_name(OpType t) {
-    switch (t) {
-        case OpType::GetRows:
-            return "get_rows";
-        case OpType::RmsNorm:
-            return "rms_norm";
-        case OpType::MatMul:
-            return "matmul";
-        case OpType::AddBias:
-            return "add_bias";
-        case OpType::HeadRmsNorm:
-            return "head_rms_norm";
-        case OpType::Rope:
-            return "rope";
-        case OpType::StoreKv:
-            return "store_kv";
-        case OpType::Attention:
-            return "attention";
-        case OpType::SwiGlu:
-            return "swiglu";
-        case OpType::Add:
-            return "add";
-        case OpType::SelectRows:
-            return "select_rows";
-        case OpType::GeGlu:
-            return "geglu";
-        case OpType::Scale:
-            return "scale";
-        case OpType::SoftCap:
-            return "softcap";
-        case OpType::MoeRoute:
-            return "moe_route";
-        case OpType::MoeMatMul:
-            return "moe_matmul";
-        case OpType::MoeCombine:
-            return "moe_combine";
-    }
-    return "?";
+const char* dtype_name(DType type) {
+    return type == DType::kI32 ? "i32" : "f32";
 }
 
-BufferId GraphBuilder::buffer(const char* name, int64_t rows, int64_t width) {
-    g_.buffers.push_back(BufferDecl{name, rows, width});
+std::string op_name(const Op& op) {
+    return op.layer >= 0 ? concat("blk.", op.layer, ".", op.label) : std::string(op.label);
+}
+
+BufferId GraphBuilder::buffer(const char* name, int64_t rows, int64_t width, DType type) {
+    g_.buffers.push_back(BufferDecl{name, rows, width, type});
     return static_cast<BufferId>(g_.buffers.size() - 1);
 }
 
@@ -67,22 +36,22 @@ Op& GraphBuilder::op(OpType type, const char* label, int layer, BufferId dst, in
 
 namespace {
 
-std::string op_name(const Op& op) {
-    return op.layer >= 0 ? concat("blk.", op.layer, ".", op.label) : std::string(op.label);
-}
-
 class Validator {
   public:
     Validator(const Graph& g, int64_t n_vocab, int64_t n_slots)
-        : g_(g), n_vocab_(n_vocab), n_slots_(n_slots) {}
+        : g_(g), n_vocab_(n_vocab), n_slots_(n_slots), written_rows_(g.buffers.size(), 0),
+          writer_(g.buffers.size(), nullptr) {}
 
     void run() {
         inputs();
-        for (std::size_t i = 0; i < g_.ops.size(); ++i) {
-            op(g_.ops[i]);
-            if (g_.ops[i].type == OpType::MoeRoute) routes_.push_back(&g_.ops[i]);
+        const GraphContext context{g_.in.n_tokens(), g_.in.n_outputs(), n_vocab_};
+        for (const Op& op : g_.ops) this->op(op, context);
+        if (g_.logits != kNoBuffer) {
+            const BufferDecl& logits = buffer(g_.logits, "the logits", nullptr);
+            if (written_rows_[static_cast<std::size_t>(g_.logits)] < g_.in.n_outputs())
+                fail(nullptr, concat("the logits buffer '", logits.name,
+                                     "' is not written for every output"));
         }
-        if (g_.logits != kNoBuffer) buffer(g_.logits, "the logits", nullptr);
         windows_visible();
     }
 
@@ -98,134 +67,53 @@ class Validator {
         return g_.buffers[static_cast<std::size_t>(id)];
     }
 
-    // `id` holds at least `rows` rows of `width` values.
-    void shaped(const Op& op, BufferId id, const char* role, int64_t rows, int64_t width) const {
-        const BufferDecl& b = buffer(id, role, &op);
-        if (b.width != width || b.rows < rows) {
-            fail(&op, concat(role, " '", b.name, "' is [", b.rows, ", ", b.width, "], needs [",
-                             rows, ", ", width, "]"));
-        }
-    }
-
-    void weight(const Op& op, int64_t n_elements) const {
-        if (op.weight == nullptr || !*op.weight) fail(&op, "has no weight");
-        if (n_elements >= 0 && op.weight->n_elements() != n_elements)
-            fail(&op,
-                 concat("weight ", op.weight->describe(), " should hold ", n_elements, " values"));
-    }
-
-    // A vector of n f32 values (norm weights, biases, RoPE frequency factors).
-    void f32_vector(const Op& op, int64_t n) const {
-        weight(op, n);
-        if (op.weight->type != GgmlType::F32)
-            fail(&op, concat("weight ", op.weight->describe(), " must be f32"));
-    }
-
-    void op(const Op& op) const {
+    // The op against its definition (op_def.h): shape, weight, parameters, then every operand:
+    // declared, of its type and shape, and (when read) written by an earlier op.
+    void op(const Op& op, const GraphContext& context) {
+        const OpDef& def = op_def(op.type);
         if (op.rows < 0 || op.rows > g_.in.n_tokens() || op.width < 1)
             fail(&op, concat("bad shape [", op.rows, ", ", op.width, "]"));
-        // StoreKv writes the cache, no buffer; every other op writes dst.
-        if (op.type == OpType::StoreKv ? op.dst != kNoBuffer : true)
-            shaped(op, op.dst, "output", op.rows, op.width);
-        const AttentionParams& a = op.attn;
-        switch (op.type) {
-            case OpType::GetRows:
-                weight(op, -1);
-                if (op.weight->n_cols() != op.width) fail(&op, "embedding width differs");
-                if (op.weight->n_rows() < n_vocab_) fail(&op, "fewer embeddings than tokens");
-                return;
-            case OpType::RmsNorm:
-                f32_vector(op, op.width);
-                shaped(op, op.src0, "input", op.rows, op.width);
-                return;
-            case OpType::MatMul:
-                weight(op, -1);
-                if (op.weight->n_rows() != op.width) fail(&op, "weight rows differ from width");
-                shaped(op, op.src0, "input", op.rows, op.weight->n_cols());
-                return;
-            case OpType::AddBias:
-                f32_vector(op, op.width);
-                return;
-            case OpType::HeadRmsNorm:
-                if (op.head_dim < 1 || op.width % op.head_dim != 0) fail(&op, "bad head size");
-                f32_vector(op, op.head_dim);
-                return;
-            case OpType::Rope:
-                if (op.head_dim < 1 || op.width % op.head_dim != 0 || op.rope.n_dims < 2 ||
-                    op.rope.n_dims > op.head_dim || op.rope.n_dims % 2 != 0)
-                    fail(&op, "bad RoPE dimensions");
-                if (!(op.rope.freq_base > 0.0f) || !(op.rope.freq_scale > 0.0f) ||
-                    !(op.rope.attn_factor > 0.0f) || !std::isfinite(op.rope.attn_factor))
-                    fail(&op, "bad RoPE frequencies");
-                if (op.weight != nullptr && *op.weight) f32_vector(op, op.rope.n_dims / 2);
-                return;
-            case OpType::StoreKv:
-                heads(op);
-                shaped(op, op.src0, "K", op.rows, a.n_head_kv * a.head_dim_k);
-                shaped(op, op.src1, "V", op.rows, a.n_head_kv * a.head_dim_v);
-                return;
-            case OpType::Attention:
-                heads(op);
-                if (op.width != a.n_head * a.head_dim_v) fail(&op, "output width differs");
-                shaped(op, op.src0, "Q", op.rows, a.n_head * a.head_dim_k);
-                return;
-            case OpType::SwiGlu:
-            case OpType::GeGlu:
-            case OpType::Add:
-                shaped(op, op.src0, "input", op.rows, op.width);
-                return;
-            case OpType::SelectRows:
-                if (op.rows != g_.in.n_outputs()) fail(&op, "rows differ from the outputs");
-                shaped(op, op.src0, "input", g_.in.n_tokens(), op.width);
-                return;
-            case OpType::Scale:
-                if (!std::isfinite(op.factor)) fail(&op, "bad factor");
-                return;
-            case OpType::SoftCap:
-                if (!(op.factor > 0.0f) || !std::isfinite(op.factor)) fail(&op, "bad soft cap");
-                return;
-            case OpType::MoeRoute:
-                experts(op);
-                if (op.width != 2 * op.moe.n_used) fail(&op, "width is not 2 x experts used");
-                shaped(op, op.src0, "router logits", op.rows, op.moe.n_expert);
-                return;
-            case OpType::MoeMatMul: {
-                experts(op);
-                route_of(op);
-                weight(op, -1);
-                const Weight& w = *op.weight;
-                if (w.n_dims != 3 || w.ne[2] != op.moe.n_expert)
-                    fail(&op, concat("weight ", w.describe(), " is not a 3-D tensor of ",
-                                     op.moe.n_expert, " experts"));
-                if (w.ne[1] * op.moe.n_used != op.width)
-                    fail(&op, "width differs from the experts'");
-                shaped(op, op.src0, "input", op.rows,
-                       op.moe.per_slot_input ? op.moe.n_used * w.ne[0] : w.ne[0]);
-                return;
-            }
-            case OpType::MoeCombine:
-                experts(op);
-                route_of(op);
-                shaped(op, op.src0, "expert outputs", op.rows, op.moe.n_used * op.width);
-                return;
+        const bool has_weight = op.weight != nullptr && *op.weight;
+        if (def.weight == WeightUse::kRequired && !has_weight) fail(&op, "has no weight");
+        if (def.weight == WeightUse::kNone && op.weight != nullptr)
+            fail(&op, "takes no weight");
+        if (std::string bad = def.check(op, context); !bad.empty()) fail(&op, bad);
+        OperandShape shapes[3];
+        def.shapes(op, context, shapes);
+        for (int i = 0; i < 3; ++i) operand(op, def.operand(i), operand_buffer(op, i), shapes[i]);
+        for (int i = 0; i < 3; ++i) {
+            const Access access = def.operand(i).access;
+            if (access != Access::kWrite && access != Access::kReadWrite) continue;
+            const auto b = static_cast<std::size_t>(operand_buffer(op, i));
+            written_rows_[b] = std::max(written_rows_[b], shapes[i].rows);
+            writer_[b] = &op;
         }
-        fail(&op, "unknown op type");
     }
 
-    void experts(const Op& op) const {
-        if (op.moe.n_expert < 1 || op.moe.n_used < 1 || op.moe.n_used > op.moe.n_expert)
-            fail(&op, concat("bad expert counts ", op.moe.n_used, " of ", op.moe.n_expert));
-    }
-
-    // src1 must be what an earlier MoeRoute of the same experts wrote: its expert ids are then in
-    // range, which the backends rely on.
-    void route_of(const Op& op) const {
-        for (const Op* r : routes_) {
-            if (r->dst == op.src1 && r->moe.n_expert == op.moe.n_expert &&
-                r->moe.n_used == op.moe.n_used && r->rows >= op.rows)
-                return;
+    void operand(const Op& op, const OperandDef& def, BufferId id, const OperandShape& shape) {
+        if (def.access == Access::kUnused) {
+            if (id != kNoBuffer) fail(&op, concat("names a buffer it does not use (", id, ")"));
+            return;
         }
-        fail(&op, "its routing input is not the output of an earlier moe_route");
+        const BufferDecl& b = buffer(id, def.role, &op);
+        if (b.type != def.type)
+            fail(&op, concat(def.role, " '", b.name, "' holds ", dtype_name(b.type), ", needs ",
+                             dtype_name(def.type)));
+        if (b.width != shape.width || b.rows < shape.rows)
+            fail(&op, concat(def.role, " '", b.name, "' is [", b.rows, ", ", b.width, "], needs [",
+                             shape.rows, ", ", shape.width, "]"));
+        if (def.access == Access::kWrite) return;
+        const auto at = static_cast<std::size_t>(id);
+        if (written_rows_[at] < shape.rows)
+            fail(&op, concat("reads ", def.role, " '", b.name, "' before an op writes it"));
+        // An i32 operand holds expert ids: the backends index the experts with them unchecked,
+        // which is safe when they come from a MoeRoute over the same experts.
+        if (def.type == DType::kI32) {
+            const Op* route = writer_[at];
+            if (route->type != OpType::MoeRoute || route->moe.n_expert != op.moe.n_expert ||
+                route->moe.n_used != op.moe.n_used)
+                fail(&op, "its routing input is not the output of an earlier moe_route");
+        }
     }
 
     // Every key an attention op may read lies in a block the tables hold (not a freed one).
@@ -251,14 +139,6 @@ class Validator {
                                          " would attend to freed block ", b, " of its table"));
             }
         }
-    }
-
-    void heads(const Op& op) const {
-        const AttentionParams& a = op.attn;
-        if (a.n_head < 1 || a.n_head_kv < 1 || a.n_head % a.n_head_kv != 0 || a.head_dim_k < 1 ||
-            a.head_dim_v < 1 || a.window < 0 || !(a.softcap >= 0.0f))
-            fail(&op, "bad attention shape");
-        if (op.kv_layer < 0) fail(&op, "names no cache layer");
     }
 
     void inputs() const {
@@ -310,44 +190,9 @@ class Validator {
     const Graph& g_;
     int64_t n_vocab_;
     int64_t n_slots_;
-    std::vector<const Op*> routes_;  // the MoeRoute ops validated so far
+    std::vector<int64_t> written_rows_;  // per buffer: the rows the ops so far wrote
+    std::vector<const Op*> writer_;      // per buffer: the op that wrote it last
 };
-
-std::string params(const Op& op) {
-    const AttentionParams& a = op.attn;
-    switch (op.type) {
-        case OpType::RmsNorm:
-            return concat("eps=", op.eps);
-        case OpType::HeadRmsNorm:
-            return concat("head_dim=", op.head_dim, " eps=", op.eps);
-        case OpType::Rope:
-            return concat(
-                op.rope.style == RopeStyle::kNeox ? "neox" : "normal", " head_dim=", op.head_dim,
-                " n_dims=", op.rope.n_dims, " base=", op.rope.freq_base,
-                " scale=", op.rope.freq_scale,
-                op.rope.attn_factor != 1.0f ? concat(" attn_factor=", op.rope.attn_factor) : "",
-                op.weight != nullptr && *op.weight ? " freq_factors" : "");
-        case OpType::Scale:
-        case OpType::SoftCap:
-            return concat("factor=", op.factor);
-        case OpType::MoeRoute:
-        case OpType::MoeCombine:
-            return concat("experts=", op.moe.n_used, "/", op.moe.n_expert);
-        case OpType::MoeMatMul:
-            return concat("experts=", op.moe.n_used, "/", op.moe.n_expert,
-                          op.moe.per_slot_input ? " per_slot" : "");
-        case OpType::StoreKv:
-            return concat("kv_layer=", op.kv_layer, " kv_heads=", a.n_head_kv, " dk=", a.head_dim_k,
-                          " dv=", a.head_dim_v);
-        case OpType::Attention:
-            return concat("kv_layer=", op.kv_layer, " heads=", a.n_head, "/", a.n_head_kv,
-                          " dk=", a.head_dim_k, " dv=", a.head_dim_v, " scale=", a.scale,
-                          a.softcap > 0 ? concat(" softcap=", a.softcap) : "",
-                          a.window > 0 ? concat(" window=", a.window) : "");
-        default:
-            return "";
-    }
-}
 
 }  // namespace
 
@@ -362,20 +207,28 @@ std::string Graph::to_string() const {
     for (const BufferDecl& b : buffers) out += concat(" ", b.name, "[", b.rows, ", ", b.width, "]");
     out += "\n";
     const auto name = [&](BufferId id) -> std::string {
-        return id == kNoBuffer ? "-" : buffers[static_cast<std::size_t>(id)].name;
+        if (id == kNoBuffer) return "-";
+        const BufferDecl& b = buffers[static_cast<std::size_t>(id)];
+        return b.type == DType::kF32 ? b.name : concat(b.name, ":", dtype_name(b.type));
     };
     char line[320];
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const Op& op = ops[i];
-        std::string inputs = name(op.src0);
-        if (op.src1 != kNoBuffer) inputs += "," + name(op.src1);
+        const OpDef& def = op_def(op.type);
+        std::string inputs;
+        for (int k = 0; k < 3; ++k) {
+            const Access access = def.operand(k).access;
+            if (access != Access::kRead && access != Access::kReadWrite) continue;
+            inputs += (inputs.empty() ? "" : ",") + name(operand_buffer(op, k));
+        }
+        if (inputs.empty()) inputs = "-";
         const std::string weight =
             op.weight != nullptr && *op.weight ? op.weight->describe() : std::string();
         std::snprintf(line, sizeof(line),
                       "%4zu  %-22s %-14s %-10s <- %-12s %-24s [%lld, %lld]  %s\n", i,
-                      op_name(op).c_str(), op_type_name(op.type), name(op.dst).c_str(),
-                      inputs.c_str(), weight.c_str(), static_cast<long long>(op.rows),
-                      static_cast<long long>(op.width), params(op).c_str());
+                      op_name(op).c_str(), def.name, name(op.dst).c_str(), inputs.c_str(),
+                      weight.c_str(), static_cast<long long>(op.rows),
+                      static_cast<long long>(op.width), def.params(op).c_str());
         out += line;
     }
     return out;

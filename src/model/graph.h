@@ -4,8 +4,12 @@
 // and carry every parameter they use (epsilon, scales, RoPE, attention shape and window), and the
 // batch's inputs (tokens, positions, where each token's keys and values live in the paged KV
 // cache). A backend executes exactly what the graph says and nothing else: the CPU backend
-// (backend/cpu), the naive reference backend of the tests, a GPU backend later. Printing a graph
-// is --dump-graph; timing each op is MINFER_TRACE.
+// (backend/cpu), the reference backend (backend/reference: plain loops in double, the oracle), a
+// GPU backend. Every op type has one definition (model/op_def.h): its operands, which of them it
+// reads, writes or updates in place and their types, its weight, how its shapes follow from its
+// parameters, its checks and how it prints. Validation and printing read only those definitions;
+// a backend adds nothing but a kernel per op type. Printing a graph is --dump-graph; timing each
+// op is MINFER_TRACE.
 //
 // Numerics: the graph fixes what is computed, not how it rounds. The CPU backend rounds as ggml
 // does, to give llama.cpp's answers: matmul inputs converted to the weight type's activation
@@ -28,48 +32,57 @@
 
 namespace minfer {
 
-// An activation buffer: [rows][width] f32, row-major.
+// An activation buffer: [rows][width] values of its type, row-major.
 using BufferId = int16_t;
 inline constexpr BufferId kNoBuffer = -1;
+
+// The value type of an activation buffer: f32 activations, or i32 indices (the experts a router
+// picked). Both are 4 bytes.
+enum class DType : uint8_t { kF32, kI32 };
+const char* dtype_name(DType type);
 
 struct BufferDecl {
     const char* name;
     int64_t rows;
     int64_t width;
+    DType type = DType::kF32;
 };
 
+// What each op computes. "dst (in place)" marks the ops that read their output buffer before they
+// overwrite it; op_def.h says the same as data (Access::kReadWrite).
 enum class OpType : uint8_t {
     GetRows,      // dst[t] = row tokens[t] of weight (the embedding table, dequantized)
     RmsNorm,      // dst = rms_norm(src0) * weight, row by row, with eps
     MatMul,       // dst = src0 · weight^T   (weight [width_in -> width])
-    AddBias,      // dst += weight, broadcast over rows
-    HeadRmsNorm,  // per head of dst (width / head_dim heads): rms_norm(head, eps) * weight
-    Rope,         // rotate the first rope.n_dims values of every head (head_dim) of dst by the
-                  // token's position; weight (optional) holds per-frequency divisors; the rotated
-                  // pairs are multiplied by rope.attn_factor (LongRoPE's magnitude scale)
+    AddBias,      // dst (in place) += weight, broadcast over rows
+    HeadRmsNorm,  // dst (in place): per head (width / head_dim heads), rms_norm(head, eps) * weight
+    Rope,         // dst (in place): rotate the first rope.n_dims values of every head (head_dim)
+                  // by the token's position; weight (optional) holds per-frequency divisors; the
+                  // rotated pairs are multiplied by rope.attn_factor (LongRoPE's magnitude scale)
     StoreKv,      // cache layer kv_layer at slot kv_slots[t] = (src0 row t as K, src1 row t as V);
                   // no dst
     Attention,    // dst = softmax(scale * Q·K^T [softcapped]) · V over the keys each token sees
                   // (its sequence's positions max(0, pos - window + 1) .. pos) in cache layer
                   // kv_layer; src0 = Q [rows][n_head * head_dim_k]
-    SwiGlu,       // dst = silu(dst) * src0  (dst = gate, src0 = up)
-    GeGlu,        // dst = gelu_tanh(dst) * src0 (Gemma's feed-forward gate)
-    Add,          // dst += src0
+    SwiGlu,       // dst (in place) = silu(dst) * src0  (dst = gate, src0 = up)
+    GeGlu,        // dst (in place) = gelu_tanh(dst) * src0 (Gemma's feed-forward gate)
+    Add,          // dst (in place) += src0
     SelectRows,   // dst[i] = src0[output_rows[i]]: keep the rows whose logits are wanted
-    Scale,        // dst *= factor (Gemma's embedding scale; queries scaled before attention)
-    SoftCap,      // dst = factor * tanh(dst * (1 / factor)) (Gemma 2's final logits)
+    Scale,        // dst (in place) *= factor (Gemma's embedding scale; queries before attention)
+    SoftCap,      // dst (in place) = factor * tanh(dst * (1 / factor)) (Gemma 2's final logits)
     // Mixture of experts, k = moe.n_used experts per token out of moe.n_expert:
-    MoeRoute,    // dst [rows][2k] from router logits src0 [rows][n_expert]: softmax, the k most
-                 // probable experts (most probable first; the lower id on a tie), their
-                 // probabilities divided by their sum: dst[t] = (k expert ids as exact floats,
-                 // k weights)
+    MoeRoute,    // dst i32 [rows][k]: from router logits src0 [rows][n_expert], the ids of the k
+                 // most probable experts (softmax; most probable first, the lower id on a tie)
+    MoeWeights,  // dst [rows][k]: the softmax probabilities (of src0, the router logits) of the
+                 // experts src1 (a MoeRoute output) picked, divided by their sum
     MoeMatMul,   // dst [rows][k][width] : slot j of token t = x · expert(t, j)^T, weight a 3-D
-                 // expert tensor [width_in, width, n_expert], src1 the MoeRoute output; x is src0
-                 // row t [width_in] (the same for every slot), or its slot j [k][width_in] when
-                 // moe.per_slot_input
+                 // expert tensor [width_in, width, n_expert], src1 the MoeRoute output (i32); x
+                 // is src0 row t [width_in] (the same for every slot), or its slot j
+                 // [k][width_in] when moe.per_slot_input
     MoeCombine,  // dst [rows][width] = sum over slots j in order of weight(t, j) * src0[t][j]
-                 // (src0 [rows][k][width], src1 the MoeRoute output)
+                 // (src0 [rows][k][width], src1 the MoeWeights output [rows][k])
 };
+inline constexpr int kOpTypeCount = static_cast<int>(OpType::MoeCombine) + 1;
 const char* op_type_name(OpType t);
 
 struct AttentionParams {
@@ -105,8 +118,10 @@ struct Op {
     RopeParams rope;       // Rope
     AttentionParams attn;  // StoreKv (head counts and sizes), Attention
     int kv_layer = -1;     // StoreKv, Attention
-    MoeParams moe;         // MoeRoute, MoeMatMul, MoeCombine
+    MoeParams moe;         // MoeRoute, MoeWeights, MoeMatMul, MoeCombine
 };
+// "blk.3.attn_q", "output": how messages and printouts name an op.
+std::string op_name(const Op& op);
 
 inline constexpr int32_t kFreedBlock = -1;
 
@@ -141,13 +156,14 @@ struct Graph {
     int64_t kv_block_size = 0;    // positions per cache block
     BufferId logits = kNoBuffer;  // [n_outputs][n_vocab] after the last op
 
-    // Checks what a backend relies on: buffer ids and shapes of every op, weights present, token
-    // ids below n_vocab, positions, slots and tables consistent. Throws UsageError naming the op
-    // or token. Backends call it before executing.
+    // Checks what a backend relies on: every op against its definition (op_def.h: buffer ids,
+    // types and shapes, weights, parameters; every buffer it reads written by an earlier op),
+    // token ids below n_vocab, positions, slots and tables consistent. Throws UsageError naming
+    // the op or token. Backends call it before executing.
     void validate(int64_t n_vocab, int64_t kv_slots_in_cache) const;
 
-    // One line per op: index, name, type, output <- inputs, weight type and shape, output shape,
-    // parameters.
+    // One line per op: index, name, type, output <- inputs (an op updating its output in place
+    // lists it among its inputs), weight type and shape, output shape, parameters.
     std::string to_string() const;
 };
 
@@ -155,7 +171,7 @@ struct Graph {
 class GraphBuilder {
   public:
     explicit GraphBuilder(Graph& g) : g_(g) {}
-    BufferId buffer(const char* name, int64_t rows, int64_t width);
+    BufferId buffer(const char* name, int64_t rows, int64_t width, DType type = DType::kF32);
     Op& op(OpType type, const char* label, int layer, BufferId dst, int64_t rows, int64_t width);
 
   private:

@@ -29,24 +29,26 @@ TEST(MoeRoute, SoftmaxTopKRenormalised) {
     std::vector<double> p(logits.begin(), logits.end());
     double sum = 0;
     for (double& x : p) sum += x = std::exp(x - 2.0);
-    std::vector<float> out(6);
-    moe_route_row(logits.data(), 6, 3, out.data());
+    std::vector<float> probs(6), weights(3);
+    std::vector<int32_t> ids(3);
+    moe_route_row(logits.data(), 6, 3, probs.data(), ids.data());
     // Experts 1 and 4 tie: the lower id first; then 3.
-    EXPECT_EQ(out[0], 1.0f);
-    EXPECT_EQ(out[1], 4.0f);
-    EXPECT_EQ(out[2], 3.0f);
+    EXPECT_EQ(ids, (std::vector<int32_t>{1, 4, 3}));
+    moe_weights_row(logits.data(), 6, ids.data(), 3, probs.data(), weights.data());
     const double picked = p[1] + p[4] + p[3];
-    EXPECT_NEAR(out[3], p[1] / picked, 1e-6);
-    EXPECT_NEAR(out[4], p[4] / picked, 1e-6);
-    EXPECT_NEAR(out[5], p[3] / picked, 1e-6);
-    EXPECT_NEAR(out[3] + out[4] + out[5], 1.0, 1e-6);
+    EXPECT_NEAR(weights[0], p[1] / picked, 1e-6);
+    EXPECT_NEAR(weights[1], p[4] / picked, 1e-6);
+    EXPECT_NEAR(weights[2], p[3] / picked, 1e-6);
+    EXPECT_NEAR(weights[0] + weights[1] + weights[2], 1.0, 1e-6);
+    // The router logits are read, not overwritten.
+    EXPECT_EQ(logits[1], 2.0f);
 }
 
 TEST(MoeCombine, WeightedSumInSlotOrder) {
     const std::vector<float> experts = {1, 2, 3, 10, 20, 30};  // [2 slots][3]
-    const std::vector<float> route = {4, 1, 0.25f, 0.75f};     // ids 4, 1; weights
+    const std::vector<float> weights = {0.25f, 0.75f};
     std::vector<float> out(3);
-    moe_combine_row(experts.data(), route.data(), 2, 3, out.data());
+    moe_combine_row(experts.data(), weights.data(), 2, 3, out.data());
     EXPECT_EQ(out, (std::vector<float>{7.75f, 15.5f, 23.25f}));
 }
 
@@ -135,11 +137,11 @@ std::vector<float> moe_input(const MoeCase& c, int64_t n_tokens) {
 std::vector<float> run_moe_op(const MoeCase& c, const Weight& w, const std::vector<float>& x,
                               int64_t n_tokens, MatmulMode mode, const PackedWeights& packed,
                               ThreadPool& pool, MoeWorkspace& ws, int64_t first = 0) {
-    std::vector<float> route(static_cast<std::size_t>(n_tokens * 2 * kUsed));
+    std::vector<int32_t> ids(static_cast<std::size_t>(n_tokens * kUsed));
     for (int64_t t = 0; t < n_tokens; ++t) {
         for (int64_t j = 0; j < kUsed; ++j)
-            route[static_cast<std::size_t>(t * 2 * kUsed + j)] =
-                static_cast<float>(kChoices[(first + t) % 3][j]);
+            ids[static_cast<std::size_t>(t * kUsed + j)] =
+                static_cast<int32_t>(kChoices[(first + t) % 3][j]);
     }
     Op op{};
     op.type = OpType::MoeMatMul;
@@ -148,7 +150,7 @@ std::vector<float> run_moe_op(const MoeCase& c, const Weight& w, const std::vect
     op.width = kUsed * c.n_out;
     op.moe = MoeParams{kExperts, kUsed, c.per_slot};
     std::vector<float> y(static_cast<std::size_t>(n_tokens * op.width), NAN);
-    MoeMatmul moe(op, x.data(), route.data(), y.data(), pool.size(), mode, ws, packed);
+    MoeMatmul moe(op, x.data(), ids.data(), y.data(), pool.size(), mode, ws, packed);
     SpinBarrier barrier(pool.size());
     pool.run([&](int i, int n) { moe.run(i, n, barrier); });
     return y;

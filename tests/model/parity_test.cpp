@@ -12,6 +12,7 @@
 #include "common/engine_helpers.h"
 #include "common/fixtures.h"
 #include "common/golden.h"
+#include "common/golden_parity.h"
 #include "runtime/generation.h"
 
 namespace minfer {
@@ -58,50 +59,9 @@ TEST_P(Parity, LogprobsMatchTheReference) {
     ASSERT_EQ(t.model.model->hparams().n_vocab, golden.n_vocab);
     // The golden files were made with an f16 cache: a q8_0 cache may deviate twice as far.
     const double tol = golden.tolerance() * (p.kv_type == GgmlType::Q8_0 ? 2.0 : 1.0);
-    // Mixtures of experts have router near-ties: in tiny-qwen3moe-f16's third case, position 83,
-    // layer 0's second and third experts differ in probability by 8e-7 (by the NumPy oracle).
-    // Any change of rounding moves the router's input by more than that (a cache of another type
-    // than the reference's f16 does, here; another CPU's kernels may), so the choice may fall on
-    // the other expert there: another, equally right computation, whose cost the family's q8_0
-    // golden measures (its cross-engine figure comes from exactly such choices). So at most one
-    // position in 50 may go beyond tol, and only up to that golden's tolerance.
-    const bool may_reroute = t.model.model->hparams().n_expert > 0;
-    const double routing_tol = may_reroute ? test::routing_tolerance(golden) : tol;
-    std::size_t n_positions = 0, n_rerouted = 0;
-
-    double worst = 0, worst_rerouted = 0;  // at positions with the reference's routing, and not
-    for (const auto& c : golden.cases) {
-        const std::vector<int32_t> tokens = c.all_tokens();
-        const test::LogitRows logits = test::evaluate_all(*t.engine, tokens);
-        ASSERT_EQ(c.positions.size(), tokens.size());
-        for (std::size_t i = 0; i < tokens.size(); ++i) {
-            const auto& ref = c.positions[i];
-            const double dev = test::max_logprob_deviation(ref, logits[i]);
-            ++n_positions;
-            if (may_reroute && dev > tol) {
-                ++n_rerouted;
-                worst_rerouted = std::max(worst_rerouted, dev);
-                EXPECT_LE(dev, routing_tol)
-                    << "position " << i << " of prompt '" << c.prompt << "' (another routing)";
-                continue;
-            }
-            worst = std::max(worst, dev);
-            EXPECT_LE(dev, tol) << "position " << i << " of prompt '" << c.prompt << "'";
-            if (ref.margin() > 2 * tol) {
-                EXPECT_EQ(test::argmax(logits[i]), ref.top[0].first)
-                    << "top-1 at position " << i << " of prompt '" << c.prompt << "'";
-            }
-        }
-    }
-    EXPECT_LE(n_rerouted, std::max<std::size_t>(1, n_positions / 50))
-        << "positions beyond the tolerance (routing near-ties are rarer than that)";
-    std::printf("parity %-24s %-28s max |dlogprob| %.4f (tolerance %.4f)%s\n",
-                golden.model.c_str(), testing::UnitTest::GetInstance()->current_test_info()->name(),
-                worst, tol,
-                n_rerouted > 0 ? concat("; ", n_rerouted, " rerouted position(s): ", worst_rerouted,
-                                        " (within ", routing_tol, ")")
-                                     .c_str()
-                               : "");
+    const test::ParityFigures f = test::check_golden_parity(*t.engine, golden, tol);
+    std::printf("parity %-24s %-28s %s\n", golden.model.c_str(),
+                testing::UnitTest::GetInstance()->current_test_info()->name(), f.summary().c_str());
 }
 
 std::vector<ParityParam> all_params() {

@@ -18,6 +18,7 @@
 #include "backend/cpu/cpu_moe.h"
 #include "backend/cpu/kv_pool.h"
 #include "backend/cpu/packed_weights.h"
+#include "backend/host_buffers.h"
 #include "core/error.h"
 #include "core/mapped_file.h"
 #include "core/memory_limits.h"
@@ -110,8 +111,7 @@ class CpuBackend final : public Backend {
         return true;
     }
     std::size_t scratch_bytes() const override {
-        std::size_t n = scratch_.capacity();
-        for (const auto& b : buffers_) n += b.capacity() * sizeof(float);
+        std::size_t n = scratch_.capacity() + buffers_.bytes();
         n += moe_workspace_.scratch.capacity() +
              (moe_workspace_.x_sorted.capacity() + moe_workspace_.y_sorted.capacity()) *
                  sizeof(float);
@@ -184,38 +184,29 @@ class CpuBackend final : public Backend {
         });
         logits_view_ = {};
         if (g.logits != kNoBuffer) {
-            const auto& logits = buffers_[static_cast<std::size_t>(g.logits)];
-            logits_view_ = std::span<const float>(logits).first(
-                static_cast<std::size_t>(g.in.n_outputs() * options_.n_vocab));
+            logits_view_ = std::span<const float>(
+                buffers_.f32(g.logits), static_cast<std::size_t>(g.in.n_outputs() * options_.n_vocab));
         }
     }
 
   private:
-    float* buf(BufferId b) { return buffers_[static_cast<std::size_t>(b)].data(); }
+    float* buf(BufferId b) { return buffers_.f32(b); }
 
     // Grows the buffers the graph declares; true if one moved.
     bool allocate(const Graph& g) {
-        if (buffers_.size() < g.buffers.size()) buffers_.resize(g.buffers.size());
         // The batch size is the user's (-b): 65536 tokens of a 152k vocabulary's logits alone are
         // 40 GiB. What the buffers grow by (a grown vector is allocated anew before the old one
         // is freed) is checked first, so that too much ends in one line with the size instead of
         // std::bad_alloc or the OOM killer. Small growth is not worth reading /proc for.
         constexpr uint64_t kCheckedGrowth = uint64_t{16} << 20;
-        uint64_t growth = 0;
-        for (std::size_t b = 0; b < g.buffers.size(); ++b) {
-            const auto size = static_cast<uint64_t>(g.buffers[b].rows * g.buffers[b].width);
-            if (buffers_[b].size() < size) growth += size * sizeof(float);
-        }
+        const uint64_t growth = buffers_.growth(g);
         if (growth >= kCheckedGrowth) {
             require_memory(growth,
                            concat("a batch of ", g.in.n_tokens(), " tokens (", g.in.n_outputs(),
                                   " with logits)"),
                            "; lower --batch (-b)");
         }
-        for (std::size_t b = 0; b < g.buffers.size(); ++b) {
-            const auto size = static_cast<std::size_t>(g.buffers[b].rows * g.buffers[b].width);
-            if (buffers_[b].size() < size) buffers_[b].resize(size);
-        }
+        buffers_.grow(g);
         return growth > 0;
     }
 
@@ -265,7 +256,7 @@ class CpuBackend final : public Backend {
                                  buf(op.dst), pool_.size(), mode);
                 scratch = std::max(scratch, jobs_[i]->scratch_bytes());
             } else if (op.type == OpType::MoeMatMul) {
-                moe_[i].emplace(op, buf(op.src0), buf(op.src1), buf(op.dst), pool_.size(), mode,
+                moe_[i].emplace(op, buf(op.src0), buffers_.i32(op.src1), buf(op.dst), pool_.size(), mode,
                                 moe_workspace_, packed_);
             } else {
                 serial_[i] = is_serial(op);
@@ -309,6 +300,7 @@ class CpuBackend final : public Backend {
             case OpType::GetRows:
             case OpType::AddBias:
             case OpType::MoeRoute:
+            case OpType::MoeWeights:
                 return true;
             default:
                 return op.rows * op.width < kSerialElements;
@@ -347,6 +339,8 @@ class CpuBackend final : public Backend {
                 return softcap(op, thread, n_threads);
             case OpType::MoeRoute:
                 return moe_route(op, thread, n_threads);
+            case OpType::MoeWeights:
+                return moe_weights(op, thread, n_threads);
             case OpType::MoeCombine:
                 return moe_combine(op, thread, n_threads);
             case OpType::MatMul:
@@ -455,22 +449,36 @@ class CpuBackend final : public Backend {
     }
 
     void moe_route(const Op& op, int thread, int n_threads) {
-        float* logits = buf(op.src0);
-        float* route = buf(op.dst);
-        const int64_t n_expert = op.moe.n_expert;
+        const float* logits = buf(op.src0);
+        int32_t* ids = buffers_.i32(op.dst);
+        const int64_t n_expert = op.moe.n_expert, k = op.moe.n_used;
+        std::vector<float> probs(static_cast<std::size_t>(n_expert));
         const auto [begin, end] = share(op.rows, thread, n_threads);
         for (int64_t t = begin; t < end; ++t)
-            moe_route_row(logits + t * n_expert, n_expert, op.moe.n_used, route + t * op.width);
+            moe_route_row(logits + t * n_expert, n_expert, k, probs.data(), ids + t * k);
+    }
+
+    void moe_weights(const Op& op, int thread, int n_threads) {
+        const float* logits = buf(op.src0);
+        const int32_t* ids = buffers_.i32(op.src1);
+        float* weights = buf(op.dst);
+        const int64_t n_expert = op.moe.n_expert, k = op.moe.n_used;
+        std::vector<float> probs(static_cast<std::size_t>(n_expert));
+        const auto [begin, end] = share(op.rows, thread, n_threads);
+        for (int64_t t = begin; t < end; ++t) {
+            moe_weights_row(logits + t * n_expert, n_expert, ids + t * k, k, probs.data(),
+                            weights + t * k);
+        }
     }
 
     void moe_combine(const Op& op, int thread, int n_threads) {
         const float* experts = buf(op.src0);
-        const float* route = buf(op.src1);
+        const float* weights = buf(op.src1);
         float* out = buf(op.dst);
         const int64_t k = op.moe.n_used;
         const auto [begin, end] = share(op.rows, thread, n_threads);
         for (int64_t t = begin; t < end; ++t)
-            moe_combine_row(experts + t * k * op.width, route + t * 2 * k, k, op.width,
+            moe_combine_row(experts + t * k * op.width, weights + t * k, k, op.width,
                             out + t * op.width);
     }
 
@@ -498,7 +506,7 @@ class CpuBackend final : public Backend {
     PackedWeights packed_;  // interleaved copies of the matmul weights (empty with --no-repack)
     std::vector<const std::byte*> read_ahead_;      // the get_rows tables already read ahead
     std::unordered_set<const std::byte*> offered_;  // weights offered to packed_ (their data)
-    std::vector<std::vector<float>> buffers_;       // by BufferId of the graphs executed
+    HostBuffers buffers_;                           // by BufferId of the graphs executed
     std::vector<AttentionWorkspace> attention_;     // per thread
     std::vector<std::optional<MatmulJob>> jobs_;    // per op of the graph being executed
     std::vector<PlanKey> planned_;                  // per op of the graph jobs_ were made for

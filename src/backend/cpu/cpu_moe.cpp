@@ -20,22 +20,30 @@ std::pair<int64_t, int64_t> share(int64_t count, int i, int n) {
 
 }  // namespace
 
-void moe_route_row(float* logits, int64_t n_expert, int64_t k, float* out) {
-    softmax_like_ggml(logits, n_expert);
-    float* ids = out;
-    float* weights = out + k;
+void moe_route_row(const float* logits, int64_t n_expert, int64_t k, float* probs,
+                   int32_t* ids) {
+    std::copy_n(logits, n_expert, probs);
+    softmax_like_ggml(probs, n_expert);
     // The k largest probabilities, largest first; the lower id wins a tie. k is small (2-8), the
     // experts at most a few hundred: k passes over them cost less than sorting.
-    double sum = 0.0;
     for (int64_t j = 0; j < k; ++j) {
         int64_t best = -1;
         for (int64_t e = 0; e < n_expert; ++e) {
             bool taken = false;
-            for (int64_t i = 0; i < j && !taken; ++i) taken = static_cast<int64_t>(ids[i]) == e;
-            if (!taken && (best < 0 || logits[e] > logits[best])) best = e;
+            for (int64_t i = 0; i < j && !taken; ++i) taken = ids[i] == e;
+            if (!taken && (best < 0 || probs[e] > probs[best])) best = e;
         }
-        ids[j] = static_cast<float>(best);
-        weights[j] = logits[best];
+        ids[j] = static_cast<int32_t>(best);
+    }
+}
+
+void moe_weights_row(const float* logits, int64_t n_expert, const int32_t* ids, int64_t k,
+                     float* probs, float* weights) {
+    std::copy_n(logits, n_expert, probs);
+    softmax_like_ggml(probs, n_expert);
+    double sum = 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+        weights[j] = probs[ids[j]];
         sum += weights[j];
     }
     // ggml sums the weights in double, stores the sum as f32 and divides by it.
@@ -43,9 +51,8 @@ void moe_route_row(float* logits, int64_t n_expert, int64_t k, float* out) {
     for (int64_t j = 0; j < k; ++j) weights[j] /= total;
 }
 
-void moe_combine_row(const float* experts, const float* route, int64_t k, int64_t width,
+void moe_combine_row(const float* experts, const float* weights, int64_t k, int64_t width,
                      float* out) {
-    const float* weights = route + k;
     for (int64_t i = 0; i < width; ++i) out[i] = experts[i] * weights[0];
     for (int64_t j = 1; j < k; ++j) {
         const float* e = experts + j * width;
@@ -53,12 +60,12 @@ void moe_combine_row(const float* experts, const float* route, int64_t k, int64_
     }
 }
 
-MoeMatmul::MoeMatmul(const Op& op, const float* x, const float* route, float* y, int n_threads,
+MoeMatmul::MoeMatmul(const Op& op, const float* x, const int32_t* experts, float* y, int n_threads,
                      MatmulMode mode, MoeWorkspace& ws, const PackedWeights& packed)
     : weight_(*op.weight),
       moe_(op.moe),
       x_(x),
-      route_(route),
+      experts_(experts),
       y_(y),
       rows_(op.rows),
       n_in_(op.weight->ne[0]),
@@ -93,7 +100,7 @@ void MoeMatmul::prepare() {
     std::vector<int64_t> count(static_cast<std::size_t>(moe_.n_expert) + 1, 0);
     for (int64_t t = 0; t < rows_; ++t)
         for (int64_t j = 0; j < k; ++j)
-            ++count[static_cast<std::size_t>(route_[t * 2 * k + j]) + 1];
+            ++count[static_cast<std::size_t>(experts_[t * k + j]) + 1];
     for (std::size_t e = 1; e < count.size(); ++e) count[e] += count[e - 1];
     ws.groups.clear();
     for (int64_t e = 0; e < moe_.n_expert; ++e) {
@@ -103,7 +110,7 @@ void MoeMatmul::prepare() {
     }
     for (int64_t t = 0; t < rows_; ++t) {
         for (int64_t j = 0; j < k; ++j) {
-            auto& next = count[static_cast<std::size_t>(route_[t * 2 * k + j])];
+            auto& next = count[static_cast<std::size_t>(experts_[t * k + j])];
             ws.sorted[static_cast<std::size_t>(next++)] = t * k + j;
         }
     }

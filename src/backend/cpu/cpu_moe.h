@@ -1,5 +1,6 @@
 #pragma once
-// The mixture-of-experts ops of the CPU backend (model/graph.h: MoeRoute, MoeMatMul, MoeCombine).
+// The mixture-of-experts ops of the CPU backend (model/graph.h: MoeRoute, MoeWeights, MoeMatMul,
+// MoeCombine).
 //
 // MoeMatMul groups the batch's (token, slot) rows by expert: the rows routed to one expert are
 // gathered into one contiguous block, and each expert that any row picked runs one MatmulJob
@@ -31,13 +32,18 @@ namespace minfer {
 
 class PackedWeights;
 
-// The k experts of one token from its router logits [n_expert] (overwritten by the softmax):
-// out = [k expert ids as floats, most probable first; k weights renormalised to sum 1].
-void moe_route_row(float* logits, int64_t n_expert, int64_t k, float* out);
+// The ids of the k experts of one token from its router logits [n_expert]: most probable first
+// (softmax_like_ggml's probabilities, computed into probs [n_expert]), the lower id on a tie.
+void moe_route_row(const float* logits, int64_t n_expert, int64_t k, float* probs, int32_t* ids);
 
-// out[width] = sum over slots j in order of weight j * experts[j][width], with the weights of
-// `route` (a moe_route_row output); each product rounded to f32 before it is added, as ggml does.
-void moe_combine_row(const float* experts, const float* route, int64_t k, int64_t width,
+// The weights [k] of the experts ids [k] of one token: their softmax probabilities (again into
+// probs [n_expert], the same bits as moe_route_row's) renormalised to sum 1.
+void moe_weights_row(const float* logits, int64_t n_expert, const int32_t* ids, int64_t k,
+                     float* probs, float* weights);
+
+// out[width] = sum over slots j in order of weights[j] * experts[j][width]; each product rounded
+// to f32 before it is added, as ggml does.
+void moe_combine_row(const float* experts, const float* weights, int64_t k, int64_t width,
                      float* out);
 
 // Working memory the MoeMatMul ops of a backend share (they run one after another), kept and
@@ -61,9 +67,9 @@ struct MoeWorkspace {
 class MoeMatmul {
   public:
     // Checks that the expert matrices suit the matmul kernels (throws like MatmulJob) and grows
-    // the workspace's blocks for this op. x is src0, route the MoeRoute output, y the op's dst;
+    // the workspace's blocks for this op. x is src0, experts the MoeRoute output, y the op's dst;
     // packed holds the copies of the experts' slices (none: the file's layout), and outlives this.
-    MoeMatmul(const Op& op, const float* x, const float* route, float* y, int n_threads,
+    MoeMatmul(const Op& op, const float* x, const int32_t* experts, float* y, int n_threads,
               MatmulMode mode, MoeWorkspace& ws, const PackedWeights& packed);
 
     // Called by every thread i of n of the pool's run: the phases, `barrier` between each two.
@@ -81,7 +87,7 @@ class MoeMatmul {
     Weight weight_;
     MoeParams moe_;
     const float* x_;
-    const float* route_;
+    const int32_t* experts_;  // [rows][k]
     float* y_;
     int64_t rows_, n_in_, n_out_;  // tokens; one expert's input and output widths
     int n_threads_;

@@ -31,7 +31,7 @@
 #include "common/engine_helpers.h"
 #include "common/fixtures.h"
 #include "common/golden.h"
-#include "engine/reference_backend.h"
+#include "backend/reference/reference_backend.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "quant/dequantize.h"
@@ -50,7 +50,7 @@ EngineOptions engine_options(bool reference, GgmlType kv_type, int64_t n_batch =
     o.kv_type = kv_type;
     if (reference) {
         o.make_backend = [](const BackendOptions& b, ThreadPool&) {
-            return test::make_reference_backend(b);
+            return make_reference_backend(b);
         };
     }
     return o;
@@ -322,7 +322,7 @@ TEST(ReferenceBackendCopy, ContinuedSequenceCopiesItsSharedBlock) {
     int copies = 0;
     EngineOptions options = engine_options(true, GgmlType::F16);
     options.make_backend = [&copies](const BackendOptions& b, ThreadPool&) {
-        return std::make_unique<CountingBackend>(test::make_reference_backend(b), copies);
+        return std::make_unique<CountingBackend>(make_reference_backend(b), copies);
     };
     auto reference = test::make_engine(model_path, options);
 

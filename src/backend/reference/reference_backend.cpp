@@ -1,7 +1,7 @@
 // The reference backend: see reference_backend.h. Every op is a plain loop over the shapes the
 // graph declares; nothing is shared with the CPU backend's kernels.
 
-#include "engine/reference_backend.h"
+#include "backend/reference/reference_backend.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,12 +10,13 @@
 #include <numeric>
 #include <vector>
 
+#include "backend/host_buffers.h"
 #include "core/error.h"
 #include "core/half.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
 
-namespace minfer::test {
+namespace minfer {
 namespace {
 
 // Row r of a weight matrix [n_rows][n_cols] (any type), dequantized to f32.
@@ -79,11 +80,7 @@ class ReferenceBackend final : public Backend {
         for (const KvLayer& l : kv_) n += (l.k.size() + l.v.size()) * sizeof(float);
         return n;
     }
-    std::size_t scratch_bytes() const override {
-        std::size_t n = 0;
-        for (const auto& b : buffers_) n += b.size() * sizeof(float);
-        return n;
-    }
+    std::size_t scratch_bytes() const override { return buffers_.bytes(); }
 
     void copy_kv_block(int32_t from, int32_t to, int64_t n_positions) override {
         const int64_t block_size = options_.kv.block_size;
@@ -101,11 +98,9 @@ class ReferenceBackend final : public Backend {
 
     void execute(const Graph& g) override {
         validate_graph_for(g, options_);
-        // Fresh, zeroed buffers of the declared shapes [rows][width].
-        buffers_.assign(g.buffers.size(), {});
-        for (std::size_t b = 0; b < g.buffers.size(); ++b)
-            buffers_[b].assign(static_cast<std::size_t>(g.buffers[b].rows * g.buffers[b].width),
-                               0.0f);
+        // Zeroed buffers of the declared shapes [rows][width].
+        buffers_.grow(g);
+        buffers_.clear();
         for (const Op& op : g.ops) {
             const auto start = std::chrono::steady_clock::now();
             run(op, g.in);
@@ -116,8 +111,9 @@ class ReferenceBackend final : public Backend {
         }
         logits_ = {};
         if (g.logits != kNoBuffer)
-            logits_ = std::span<const float>(buffers_[static_cast<std::size_t>(g.logits)])
-                          .first(static_cast<std::size_t>(g.in.n_outputs() * options_.n_vocab));
+            logits_ = std::span<const float>(
+                buffers_.f32(g.logits),
+                static_cast<std::size_t>(g.in.n_outputs() * options_.n_vocab));
     }
 
   private:
@@ -128,7 +124,7 @@ class ReferenceBackend final : public Backend {
     static float* k_row(KvLayer& l, int64_t slot) { return l.k.data() + slot * l.k_width; }
     static float* v_row(KvLayer& l, int64_t slot) { return l.v.data() + slot * l.v_width; }
 
-    float* buf(BufferId b) { return buffers_[static_cast<std::size_t>(b)].data(); }
+    float* buf(BufferId b) { return buffers_.f32(b); }
 
     void run(const Op& op, const BatchInputs& in) {
         switch (op.type) {
@@ -162,6 +158,8 @@ class ReferenceBackend final : public Backend {
                 return softcap(op);
             case OpType::MoeRoute:
                 return moe_route(op);
+            case OpType::MoeWeights:
+                return moe_weights(op);
             case OpType::MoeMatMul:
                 return moe_matmul(op);
             case OpType::MoeCombine:
@@ -357,28 +355,45 @@ class ReferenceBackend final : public Backend {
         }
     }
 
-    // dst [rows][2k]: the k experts of the highest router probability (softmax of src0 [rows]
-    // [n_expert]), highest first, then their probabilities divided by their sum.
+    // The router probabilities of token t: the softmax of src0 [rows][n_expert].
+    std::vector<double> router_probabilities(const Op& op, int64_t t) {
+        const int64_t n_expert = op.moe.n_expert;
+        const float* logits = buf(op.src0) + t * n_expert;
+        const double max = *std::max_element(logits, logits + n_expert);
+        std::vector<double> p(static_cast<std::size_t>(n_expert));
+        double sum = 0.0;
+        for (int64_t e = 0; e < n_expert; ++e) sum += p[static_cast<std::size_t>(e)] = std::exp(logits[e] - max);
+        for (double& x : p) x /= sum;
+        return p;
+    }
+
+    // dst i32 [rows][k]: the k experts of the highest router probability, highest first (the
+    // lower id on a tie).
     void moe_route(const Op& op) {
-        const int64_t n_expert = op.moe.n_expert, k = op.moe.n_used;
+        const int64_t k = op.moe.n_used;
         for (int64_t t = 0; t < op.rows; ++t) {
-            const float* logits = buf(op.src0) + t * n_expert;
-            const double max = *std::max_element(logits, logits + n_expert);
-            std::vector<double> p(static_cast<std::size_t>(n_expert));
-            for (int64_t e = 0; e < n_expert; ++e)
-                p[static_cast<std::size_t>(e)] = std::exp(logits[e] - max);
-            std::vector<int64_t> order(static_cast<std::size_t>(n_expert));
+            const std::vector<double> p = router_probabilities(op, t);
+            std::vector<int32_t> order(p.size());
             std::iota(order.begin(), order.end(), 0);
-            std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+            std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
                 return p[static_cast<std::size_t>(a)] > p[static_cast<std::size_t>(b)];
             });
+            std::copy_n(order.begin(), k, buffers_.i32(op.dst) + t * k);
+        }
+    }
+
+    // dst [rows][k]: the router probabilities of the experts src1 [rows][k] picked, divided by
+    // their sum.
+    void moe_weights(const Op& op) {
+        const int64_t k = op.moe.n_used;
+        for (int64_t t = 0; t < op.rows; ++t) {
+            const std::vector<double> p = router_probabilities(op, t);
+            const int32_t* ids = buffers_.i32(op.src1) + t * k;
             double picked = 0.0;
-            for (int64_t j = 0; j < k; ++j) picked += p[static_cast<std::size_t>(order[j])];
-            float* out = buf(op.dst) + t * op.width;
-            for (int64_t j = 0; j < k; ++j) {
-                out[j] = static_cast<float>(order[static_cast<std::size_t>(j)]);
-                out[k + j] = static_cast<float>(p[static_cast<std::size_t>(order[j])] / picked);
-            }
+            for (int64_t j = 0; j < k; ++j) picked += p[static_cast<std::size_t>(ids[j])];
+            for (int64_t j = 0; j < k; ++j)
+                buf(op.dst)[t * k + j] =
+                    static_cast<float>(p[static_cast<std::size_t>(ids[j])] / picked);
         }
     }
 
@@ -387,12 +402,12 @@ class ReferenceBackend final : public Backend {
     void moe_matmul(const Op& op) {
         const Weight& w = *op.weight;
         const int64_t k = op.moe.n_used, n_in = w.ne[0], n_out = w.ne[1];
-        const float* route = buf(op.src1);
+        const int32_t* experts = buffers_.i32(op.src1);
         for (int64_t e = 0; e < op.moe.n_expert; ++e) {
             std::vector<std::pair<int64_t, int64_t>> picked;  // (token, slot)
             for (int64_t t = 0; t < op.rows; ++t)
                 for (int64_t j = 0; j < k; ++j)
-                    if (static_cast<int64_t>(route[t * 2 * k + j]) == e) picked.emplace_back(t, j);
+                    if (experts[t * k + j] == e) picked.emplace_back(t, j);
             if (picked.empty()) continue;
             const Weight m = w.matrix(e);
             for (int64_t r = 0; r < n_out; ++r) {
@@ -409,15 +424,15 @@ class ReferenceBackend final : public Backend {
         }
     }
 
-    // dst [rows][width] = sum over slots of weight(t, j) * src0[t][j].
+    // dst [rows][width] = sum over slots of weight(t, j) * src0[t][j], the weights src1 [rows][k].
     void moe_combine(const Op& op) {
         const int64_t k = op.moe.n_used;
         for (int64_t t = 0; t < op.rows; ++t) {
-            const float* route = buf(op.src1) + t * 2 * k;
+            const float* weights = buf(op.src1) + t * k;
             for (int64_t i = 0; i < op.width; ++i) {
                 double sum = 0.0;
                 for (int64_t j = 0; j < k; ++j)
-                    sum += static_cast<double>(route[k + j]) *
+                    sum += static_cast<double>(weights[j]) *
                            buf(op.src0)[(t * k + j) * op.width + i];
                 buf(op.dst)[t * op.width + i] = static_cast<float>(sum);
             }
@@ -439,7 +454,7 @@ class ReferenceBackend final : public Backend {
 
     BackendOptions options_;
     std::vector<KvLayer> kv_;                  // per cache layer
-    std::vector<std::vector<float>> buffers_;  // by BufferId of the last graph
+    HostBuffers buffers_;                      // by BufferId of the graphs executed
     std::span<const float> logits_;
 };
 
@@ -449,4 +464,4 @@ std::unique_ptr<Backend> make_reference_backend(const BackendOptions& options) {
     return std::make_unique<ReferenceBackend>(options);
 }
 
-}  // namespace minfer::test
+}  // namespace minfer

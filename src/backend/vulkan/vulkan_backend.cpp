@@ -1,0 +1,464 @@
+// The Vulkan backend: see vulkan_backend.h. One kernel (shader) per op type, chosen and fed by
+// record(); everything else (validation, shapes, which buffers an op reads and writes) comes
+// from the graph and its op definitions (model/op_def.h).
+
+#include "backend/vulkan/vulkan_backend.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/vulkan/vulkan_context.h"
+#include "backend/vulkan/vulkan_shaders.h"
+#include "core/error.h"
+#include "model/op_def.h"
+
+namespace minfer {
+namespace {
+
+using vulkan::Buffer;
+
+// The weight types the shaders read (weight_types.glsl; cmake/vulkan_shaders.cmake builds one
+// matmul, expert matmul and get_rows shader for each).
+bool shader_reads(GgmlType type) {
+    switch (type) {
+        case GgmlType::F32:
+        case GgmlType::F16:
+        case GgmlType::BF16:
+        case GgmlType::Q4_0:
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_0:
+        case GgmlType::Q5_1:
+        case GgmlType::Q8_0:
+        case GgmlType::Q4_K:
+        case GgmlType::Q6_K:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Limits of the shaders (attention.comp, moe_route.comp).
+constexpr int64_t kMaxHeadDim = 256;
+constexpr int64_t kMaxExperts = 256;
+
+template <class T>
+std::span<const std::byte> bytes_of(const T& push) {
+    return std::as_bytes(std::span(&push, 1));
+}
+
+// "3.2 MiB", for messages about memory.
+std::string mib(uint64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+    return text;
+}
+
+uint32_t u32(int64_t v) {
+    return static_cast<uint32_t>(v);
+}
+
+// The batch's per-token inputs in one int32 array, each at its offset (in values).
+struct InputLayout {
+    uint32_t tokens, positions, kv_slots, sequence, table_begin, table_blocks, output_rows;
+    std::vector<int32_t> values;
+};
+
+InputLayout pack_inputs(const BatchInputs& in) {
+    InputLayout l{};
+    const auto append = [&l](const std::vector<int32_t>& v) {
+        const auto at = static_cast<uint32_t>(l.values.size());
+        l.values.insert(l.values.end(), v.begin(), v.end());
+        return at;
+    };
+    l.tokens = append(in.tokens);
+    l.positions = append(in.positions);
+    l.kv_slots = append(in.kv_slots);
+    l.sequence = append(in.sequence);
+    l.table_begin = append(in.table_begin);
+    l.table_blocks = append(in.table_blocks);
+    l.output_rows = append(in.output_rows);
+    return l;
+}
+
+class VulkanBackend final : public Backend {
+  public:
+    VulkanBackend(const BackendOptions& options, int device_index)
+        : options_(options), context_(vulkan::Context::open(device_index)) {
+        if (options_.n_vocab < 1) throw UsageError("the Vulkan backend needs the vocabulary size");
+        options_.kv.check();
+        if (options_.kv.type != GgmlType::F16 && options_.kv.type != GgmlType::F32) {
+            throw UnsupportedError(concat("the Vulkan backend stores the KV cache as f16 or f32, not ",
+                                          type_name(options_.kv.type), ": use --cache-type f16"));
+        }
+        f16_cache_ = options_.kv.type == GgmlType::F16;
+        const uint64_t n_slots = static_cast<uint64_t>(options_.kv.n_slots());
+        const uint64_t kv_bytes = options_.kv.bytes();
+        if (kv_bytes > context_->memory_budget()) {
+            throw LimitError(concat("a KV cache of ", mib(kv_bytes), " does not fit in ",
+                                    context_->info().name, " (", mib(context_->memory_budget()),
+                                    "): lower --ctx"));
+        }
+        for (const KvLayerShape& s : options_.kv.layers) {
+            CacheLayer l;
+            l.k_width = s.n_head_kv * s.head_dim_k;
+            l.v_width = s.n_head_kv * s.head_dim_v;
+            if (l.k_width % 2 != 0 || l.v_width % 2 != 0)
+                throw UnsupportedError("the Vulkan backend needs even K and V widths");
+            l.k = context_->device_buffer(n_slots * static_cast<uint64_t>(l.k_width) * value_bytes());
+            l.v = context_->device_buffer(n_slots * static_cast<uint64_t>(l.v_width) * value_bytes());
+            cache_bytes_ += l.k.bytes() + l.v.bytes();
+            cache_.push_back(std::move(l));
+        }
+        dummy_ = context_->device_buffer(16);
+    }
+
+    std::string_view name() const override { return "vulkan"; }
+    std::span<const float> logits() const override { return logits_; }
+    std::size_t kv_cache_bytes() const override { return cache_bytes_; }
+    std::size_t scratch_bytes() const override {
+        std::size_t n = inputs_.bytes() + readback_.bytes();
+        for (const Buffer& b : buffers_) n += b.bytes();
+        return n;
+    }
+    std::size_t weight_copy_bytes() const override { return weight_bytes_; }
+    std::optional<DeviceTransfers> device_transfers() const override {
+        const vulkan::TransferStats& s = context_->stats();
+        DeviceTransfers t;
+        t.submissions = s.submissions;
+        t.host_waits = s.host_waits;
+        t.bytes_up = s.bytes_up + inputs_bytes_up_;
+        t.bytes_down = s.bytes_down + logits_bytes_down_;
+        t.weight_bytes_up = weight_bytes_;
+        t.validation_errors = context_->instance().validation_errors();
+        t.first_validation_error = context_->instance().first_validation_error();
+        return t;
+    }
+
+    void prepare(const Graph& g) override { upload_weights(g); }
+
+    void copy_kv_block(int32_t from, int32_t to, int64_t n_positions) override {
+        const int64_t n_blocks = options_.kv.n_blocks, block = options_.kv.block_size;
+        if (from < 0 || from >= n_blocks || to < 0 || to >= n_blocks || n_positions < 0 ||
+            n_positions > block)
+            throw UsageError(concat("cannot copy cache block ", from, " to ", to));
+        for (const CacheLayer& l : cache_) {
+            for (const auto& [buffer, width] : {std::pair{&l.k, l.k_width}, {&l.v, l.v_width}}) {
+                const uint64_t row = static_cast<uint64_t>(width) * value_bytes();
+                context_->copy(*buffer, *buffer, static_cast<uint64_t>(n_positions) * row,
+                               static_cast<uint64_t>(from * block) * row,
+                               static_cast<uint64_t>(to * block) * row);
+            }
+        }
+    }
+
+    void execute(const Graph& g) override {
+        validate_graph_for(g, options_);
+        check_supported(g);
+        upload_weights(g);
+        allocate(g);
+        const InputLayout inputs = pack_inputs(g.in);
+        write_inputs(inputs);
+        const uint64_t logits_bytes =
+            static_cast<uint64_t>(g.in.n_outputs() * options_.n_vocab) * sizeof(float);
+        if (readback_.bytes() < logits_bytes) readback_ = context_->host_buffer(logits_bytes);
+
+        auto commands = context_->commands(static_cast<uint32_t>(g.ops.size()));
+        for (const Op& op : g.ops) {
+            record(*commands, op, g, inputs);
+            commands->barrier();
+        }
+        if (g.logits != kNoBuffer && logits_bytes > 0)
+            commands->copy(buffer(g.logits), readback_, logits_bytes);
+        commands->submit_and_wait();
+
+        logits_.resize(static_cast<std::size_t>(logits_bytes / sizeof(float)));
+        if (logits_bytes > 0) std::memcpy(logits_.data(), readback_.mapped(), logits_bytes);
+        logits_bytes_down_ += logits_bytes;
+    }
+
+  private:
+    struct CacheLayer {
+        int64_t k_width = 0, v_width = 0;
+        Buffer k, v;  // [n_slots][width], f16 pairs or f32
+    };
+
+    uint64_t value_bytes() const { return f16_cache_ ? 2 : 4; }
+
+    // What the shaders cannot run, refused before anything is recorded.
+    void check_supported(const Graph& g) const {
+        if (g.in.n_tokens() > static_cast<int64_t>(context_->max_groups_x()))
+            throw UnsupportedError(concat("a batch of ", g.in.n_tokens(),
+                                          " tokens is beyond the Vulkan backend: lower -b"));
+        for (const Op& op : g.ops) {
+            if (op.weight != nullptr && *op.weight) {
+                const bool float_vector = op.type != OpType::MatMul && op.type != OpType::MoeMatMul &&
+                                          op.type != OpType::GetRows;
+                if (float_vector ? op.weight->type != GgmlType::F32 : !shader_reads(op.weight->type))
+                    throw UnsupportedError(concat("the Vulkan backend does not read ",
+                                                  type_name(op.weight->type), " weights yet (",
+                                                  op.weight->describe(), "): use --device cpu"));
+                if (op.weight->data.size() > context_->info().max_storage_buffer_bytes)
+                    throw UnsupportedError(concat("weight ", op.weight->describe(), " is larger than ",
+                                                  context_->info().name, " binds at once"));
+            }
+            if (op.type == OpType::Attention && (op.attn.head_dim_k > kMaxHeadDim ||
+                                                 op.attn.head_dim_v > kMaxHeadDim))
+                throw UnsupportedError("the Vulkan backend's attention takes heads of at most 256");
+            if ((op.type == OpType::MoeRoute || op.type == OpType::MoeWeights) &&
+                op.moe.n_expert > kMaxExperts)
+                throw UnsupportedError("the Vulkan backend routes at most 256 experts");
+        }
+    }
+
+    // Every weight the graph names, uploaded once in its file layout. What does not fit in the
+    // device's memory is refused before the first byte goes up, with the sizes.
+    void upload_weights(const Graph& g) {
+        std::vector<const Weight*> missing;
+        uint64_t bytes = 0;
+        for (const Op& op : g.ops) {
+            if (op.weight == nullptr || !*op.weight || weights_.contains(op.weight->data.data()))
+                continue;
+            if (std::find_if(missing.begin(), missing.end(), [&](const Weight* w) {
+                    return w->data.data() == op.weight->data.data();
+                }) != missing.end())
+                continue;
+            missing.push_back(op.weight);
+            bytes += op.weight->data.size();
+        }
+        const uint64_t free = context_->memory_budget() -
+                              std::min(context_->memory_budget(), context_->device_bytes());
+        if (bytes > free) {
+            throw LimitError(concat("the model's weights (", mib(bytes), ") do not fit in ",
+                                    context_->info().name, ": ", mib(free), " of its ",
+                                    mib(context_->memory_budget()),
+                                    " are free beside the KV cache; use --device cpu"));
+        }
+        for (const Weight* w : missing) {
+            const std::byte* key = w->data.data();
+            Buffer b = context_->device_buffer(w->data.size());
+            context_->upload(b, w->data);
+            weight_bytes_ += w->data.size();
+            weights_.emplace(key, std::move(b));
+        }
+    }
+
+    const Buffer& weight(const Op& op) const { return weights_.at(op.weight->data.data()); }
+
+    void allocate(const Graph& g) {
+        if (buffers_.size() < g.buffers.size()) buffers_.resize(g.buffers.size());
+        for (std::size_t b = 0; b < g.buffers.size(); ++b) {
+            const auto bytes = static_cast<uint64_t>(g.buffers[b].rows * g.buffers[b].width) * 4;
+            if (buffers_[b].bytes() < bytes) buffers_[b] = context_->device_buffer(bytes);
+        }
+    }
+
+    void write_inputs(const InputLayout& inputs) {
+        const uint64_t bytes = inputs.values.size() * sizeof(int32_t);
+        if (inputs_.bytes() < bytes) inputs_ = context_->host_buffer(bytes);
+        std::memcpy(inputs_.mapped(), inputs.values.data(), bytes);
+        inputs_bytes_up_ += bytes;
+    }
+
+    const Buffer& buffer(BufferId id) const { return buffers_[static_cast<std::size_t>(id)]; }
+
+    const vulkan::Pipeline& pipeline(const std::string& shader, uint32_t n_buffers,
+                                     uint32_t push_bytes) {
+        auto it = pipelines_.find(shader);
+        if (it == pipelines_.end()) {
+            it = pipelines_
+                     .emplace(shader, context_->pipeline(vulkan::shader_spirv(shader), n_buffers,
+                                                         push_bytes))
+                     .first;
+        }
+        return it->second;
+    }
+
+    // Workgroups for `count` independent items as an x by y grid (x within the device's limit).
+    std::pair<uint32_t, uint32_t> grid(uint64_t count) const {
+        const uint64_t x = std::clamp<uint64_t>(count, 1, context_->max_groups_x());
+        return {static_cast<uint32_t>(x), static_cast<uint32_t>((count + x - 1) / x)};
+    }
+
+    template <class Push>
+    void dispatch(vulkan::Commands& c, const std::string& shader,
+                  std::initializer_list<const Buffer*> buffers, const Push& push, uint64_t groups) {
+        const auto [x, y] = grid(groups);
+        c.dispatch(pipeline(shader, static_cast<uint32_t>(buffers.size()), sizeof(Push)),
+                   std::span(buffers.begin(), buffers.size()), bytes_of(push), x, y);
+    }
+
+    static uint64_t per_64(uint64_t n) { return (n + 63) / 64; }
+
+    void elementwise(vulkan::Commands& c, const Op& op, uint32_t code, const Buffer& other,
+                     float factor) {
+        const struct {
+            uint32_t n, width, op;
+            float factor;
+        } push{u32(op.rows * op.width), u32(op.width), code, factor};
+        dispatch(c, "elementwise", {&buffer(op.dst), &other}, push, per_64(push.n));
+    }
+
+    void matmul(vulkan::Commands& c, const Op& op, int64_t n_in, int64_t n_out, int64_t n_rows,
+                bool moe) {
+        const Weight& w = *op.weight;
+        const struct {
+            uint32_t n_in, n_out, n_rows, row_bytes, k, per_slot, expert_bytes;
+        } push{u32(n_in), u32(n_out), u32(n_rows), u32(row_size(w.type, n_in)),
+               u32(op.moe.n_used), op.moe.per_slot_input ? 1u : 0u,
+               u32(row_size(w.type, n_in) * static_cast<uint64_t>(n_out))};
+        const std::string shader =
+            concat(moe ? "matmul_vec_moe_" : "matmul_vec_", type_name(w.type));
+        const uint32_t x = std::min<uint32_t>(u32(n_out), context_->max_groups_x());
+        const uint32_t z = (u32(n_out) + x - 1) / x;
+        std::vector<const Buffer*> buffers = {&weight(op), &buffer(op.src0), &buffer(op.dst)};
+        if (moe) buffers.push_back(&buffer(op.src1));
+        c.dispatch(pipeline(shader, static_cast<uint32_t>(buffers.size()), sizeof(push)), buffers,
+                   bytes_of(push), x, u32(n_rows), z);
+    }
+
+    void record(vulkan::Commands& c, const Op& op, const Graph& g, const InputLayout& in) {
+        const std::string cache_type = f16_cache_ ? "f16" : "f32";
+        switch (op.type) {
+            case OpType::GetRows: {
+                const struct {
+                    uint32_t n_tokens, width, row_bytes, tokens;
+                } push{u32(op.rows), u32(op.width), u32(row_size(op.weight->type, op.width)),
+                       in.tokens};
+                dispatch(c, concat("get_rows_", type_name(op.weight->type)),
+                         {&weight(op), &inputs_, &buffer(op.dst)}, push, push.n_tokens);
+                return;
+            }
+            case OpType::RmsNorm:
+            case OpType::HeadRmsNorm: {
+                const bool heads = op.type == OpType::HeadRmsNorm;
+                const int64_t n = heads ? op.head_dim : op.width;
+                const struct {
+                    uint32_t n_groups, n;
+                    float eps;
+                } push{u32(op.rows * op.width / n), u32(n), op.eps};
+                const Buffer& src = heads ? buffer(op.dst) : buffer(op.src0);
+                dispatch(c, "rms_norm", {&src, &weight(op), &buffer(op.dst)}, push, push.n_groups);
+                return;
+            }
+            case OpType::MatMul:
+                return matmul(c, op, op.weight->n_cols(), op.width, op.rows, false);
+            case OpType::MoeMatMul:
+                return matmul(c, op, op.weight->ne[0], op.weight->ne[1], op.rows * op.moe.n_used,
+                              true);
+            case OpType::AddBias:
+                return elementwise(c, op, 5, weight(op), 0.0f);
+            case OpType::Add:
+                return elementwise(c, op, 0, buffer(op.src0), 0.0f);
+            case OpType::SwiGlu:
+                return elementwise(c, op, 1, buffer(op.src0), 0.0f);
+            case OpType::GeGlu:
+                return elementwise(c, op, 2, buffer(op.src0), 0.0f);
+            case OpType::Scale:
+                return elementwise(c, op, 3, dummy_, op.factor);
+            case OpType::SoftCap:
+                return elementwise(c, op, 4, dummy_, op.factor);
+            case OpType::Rope: {
+                const bool factors = op.weight != nullptr && *op.weight;
+                const struct {
+                    uint32_t n_tokens, n_heads, head_dim, n_dims, neox, has_factors, positions;
+                    float freq_base, freq_scale, attn_factor;
+                } push{u32(op.rows),
+                       u32(op.width / op.head_dim),
+                       u32(op.head_dim),
+                       u32(op.rope.n_dims),
+                       op.rope.style == RopeStyle::kNeox ? 1u : 0u,
+                       factors ? 1u : 0u,
+                       in.positions,
+                       op.rope.freq_base,
+                       op.rope.freq_scale,
+                       op.rope.attn_factor};
+                dispatch(c, "rope", {&buffer(op.dst), &inputs_, factors ? &weight(op) : &dummy_},
+                         push, per_64(uint64_t{push.n_tokens} * push.n_heads * (push.n_dims / 2)));
+                return;
+            }
+            case OpType::StoreKv: {
+                const CacheLayer& l = cache_[static_cast<std::size_t>(op.kv_layer)];
+                const struct {
+                    uint32_t n_tokens, k_width, v_width, kv_slots;
+                } push{u32(op.rows), u32(l.k_width), u32(l.v_width), in.kv_slots};
+                dispatch(c, concat("store_kv_", cache_type),
+                         {&buffer(op.src0), &buffer(op.src1), &inputs_, &l.k, &l.v}, push,
+                         per_64(uint64_t{push.n_tokens} * (push.k_width + push.v_width) / 2));
+                return;
+            }
+            case OpType::Attention: {
+                const CacheLayer& l = cache_[static_cast<std::size_t>(op.kv_layer)];
+                const AttentionParams& a = op.attn;
+                const struct {
+                    uint32_t n_head, n_head_kv, head_dim_k, head_dim_v;
+                    float scale, softcap;
+                    uint32_t window, block_size, positions, sequence, table_begin, table_blocks;
+                } push{u32(a.n_head),  u32(a.n_head_kv),     u32(a.head_dim_k),
+                       u32(a.head_dim_v), a.scale,            a.softcap,
+                       u32(a.window),  u32(g.kv_block_size), in.positions,
+                       in.sequence,    in.table_begin,       in.table_blocks};
+                dispatch(c, concat("attention_", cache_type),
+                         {&buffer(op.src0), &buffer(op.dst), &inputs_, &l.k, &l.v}, push,
+                         static_cast<uint64_t>(op.rows * a.n_head));
+                return;
+            }
+            case OpType::SelectRows: {
+                const struct {
+                    uint32_t n_rows, width, output_rows;
+                } push{u32(op.rows), u32(op.width), in.output_rows};
+                dispatch(c, "select_rows", {&buffer(op.src0), &inputs_, &buffer(op.dst)}, push,
+                         per_64(uint64_t{push.n_rows} * push.width));
+                return;
+            }
+            case OpType::MoeRoute:
+            case OpType::MoeWeights: {
+                const bool route = op.type == OpType::MoeRoute;
+                const struct {
+                    uint32_t n_tokens, n_expert, k, mode;
+                } push{u32(op.rows), u32(op.moe.n_expert), u32(op.moe.n_used), route ? 0u : 1u};
+                const Buffer& ids = route ? buffer(op.dst) : buffer(op.src1);
+                const Buffer& weights = route ? dummy_ : buffer(op.dst);
+                dispatch(c, "moe_route", {&buffer(op.src0), &ids, &weights}, push,
+                         per_64(push.n_tokens));
+                return;
+            }
+            case OpType::MoeCombine: {
+                const struct {
+                    uint32_t n_tokens, width, k;
+                } push{u32(op.rows), u32(op.width), u32(op.moe.n_used)};
+                dispatch(c, "moe_combine", {&buffer(op.src0), &buffer(op.src1), &buffer(op.dst)},
+                         push, per_64(uint64_t{push.n_tokens} * push.width));
+                return;
+            }
+        }
+        throw UsageError(concat("the Vulkan backend has no kernel for ", op_type_name(op.type)));
+    }
+
+    BackendOptions options_;
+    std::unique_ptr<vulkan::Context> context_;
+    bool f16_cache_ = true;
+    std::vector<CacheLayer> cache_;  // per cache layer
+    uint64_t cache_bytes_ = 0;
+    std::unordered_map<const std::byte*, Buffer> weights_;  // by the weight's first byte
+    uint64_t weight_bytes_ = 0;       // uploaded, all at load
+    uint64_t inputs_bytes_up_ = 0;    // the batches' inputs, through host-visible memory
+    uint64_t logits_bytes_down_ = 0;  // the logits, likewise
+    std::vector<Buffer> buffers_;  // by BufferId of the graphs executed (grown, never shrunk)
+    Buffer inputs_;                // host-visible: the batch's InputLayout
+    Buffer readback_;              // host-visible: the logits
+    Buffer dummy_;                 // bound where a shader's optional input is absent
+    std::unordered_map<std::string, vulkan::Pipeline> pipelines_;  // by shader name
+    std::vector<float> logits_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_vulkan_backend(const BackendOptions& options, int device_index) {
+    return std::make_unique<VulkanBackend>(options, device_index);
+}
+
+}  // namespace minfer

@@ -1,0 +1,423 @@
+#include "backend/vulkan/vulkan_context.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "core/error.h"
+
+namespace minfer::vulkan {
+
+// ---- Buffer ----
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+        this->~Buffer();
+        device_ = std::exchange(other.device_, VK_NULL_HANDLE);
+        buffer_ = std::exchange(other.buffer_, VK_NULL_HANDLE);
+        memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
+        mapped_ = std::exchange(other.mapped_, nullptr);
+        bytes_ = std::exchange(other.bytes_, 0);
+        device_bytes_ = std::exchange(other.device_bytes_, nullptr);
+    }
+    return *this;
+}
+
+Buffer::~Buffer() {
+    if (device_ == VK_NULL_HANDLE) return;
+    if (mapped_ != nullptr) vkUnmapMemory(device_, memory_);
+    if (buffer_ != VK_NULL_HANDLE) vkDestroyBuffer(device_, buffer_, nullptr);
+    if (memory_ != VK_NULL_HANDLE) vkFreeMemory(device_, memory_, nullptr);
+    if (device_bytes_ != nullptr) *device_bytes_ -= bytes_;
+    device_bytes_ = nullptr;
+    device_ = VK_NULL_HANDLE;
+    buffer_ = VK_NULL_HANDLE;
+    memory_ = VK_NULL_HANDLE;
+    mapped_ = nullptr;
+}
+
+// ---- Pipeline ----
+
+Pipeline& Pipeline::operator=(Pipeline&& other) noexcept {
+    if (this != &other) {
+        this->~Pipeline();
+        device_ = std::exchange(other.device_, VK_NULL_HANDLE);
+        set_layout_ = std::exchange(other.set_layout_, VK_NULL_HANDLE);
+        layout_ = std::exchange(other.layout_, VK_NULL_HANDLE);
+        pipeline_ = std::exchange(other.pipeline_, VK_NULL_HANDLE);
+        n_buffers_ = other.n_buffers_;
+        push_bytes_ = other.push_bytes_;
+    }
+    return *this;
+}
+
+Pipeline::~Pipeline() {
+    if (device_ == VK_NULL_HANDLE) return;
+    if (pipeline_ != VK_NULL_HANDLE) vkDestroyPipeline(device_, pipeline_, nullptr);
+    if (layout_ != VK_NULL_HANDLE) vkDestroyPipelineLayout(device_, layout_, nullptr);
+    if (set_layout_ != VK_NULL_HANDLE) vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
+    device_ = VK_NULL_HANDLE;
+}
+
+// ---- Context ----
+
+std::unique_ptr<Context> Context::open(int index) {
+    std::unique_ptr<Context> c(new Context());
+    c->instance_ = Instance::create();
+    const std::vector<VkPhysicalDevice> devices = usable_physical_devices(c->instance_->get());
+    if (index < 0 || static_cast<std::size_t>(index) >= devices.size()) {
+        throw UnsupportedError(concat("no Vulkan device vulkan:", index, " (this machine has ",
+                                      devices.size(), "; minfer --list-devices lists them)"));
+    }
+    c->physical_ = devices[static_cast<std::size_t>(index)];
+    VulkanDeviceList list = list_vulkan_devices();
+    if (static_cast<std::size_t>(index) < list.devices.size())
+        c->info_ = list.devices[static_cast<std::size_t>(index)];
+    vkGetPhysicalDeviceMemoryProperties(c->physical_, &c->memory_);
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(c->physical_, &props);
+    std::copy_n(props.limits.maxComputeWorkGroupCount, 3, c->max_groups_);
+    c->memory_budget_ = c->info_.device_local_bytes;
+    if (const char* budget = std::getenv("MINFER_VULKAN_MEMORY_BUDGET")) {
+        const uint64_t b = std::strtoull(budget, nullptr, 10);
+        if (b > 0) c->memory_budget_ = std::min(c->memory_budget_, b);
+    }
+
+    uint32_t n_families = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(c->physical_, &n_families, nullptr);
+    std::vector<VkQueueFamilyProperties> families(n_families);
+    vkGetPhysicalDeviceQueueFamilyProperties(c->physical_, &n_families, families.data());
+    uint32_t family = n_families;
+    for (uint32_t f = 0; f < n_families && family == n_families; ++f) {
+        if (families[f].queueFlags & VK_QUEUE_COMPUTE_BIT) family = f;
+    }
+    if (family == n_families)
+        throw UnsupportedError(concat("Vulkan device ", c->info_.name, " has no compute queue"));
+
+    const float priority = 1.0f;
+    auto queue = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+    queue.queueFamilyIndex = family;
+    queue.queueCount = 1;
+    queue.pQueuePriorities = &priority;
+    auto info = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+    info.queueCreateInfoCount = 1;
+    info.pQueueCreateInfos = &queue;
+    check(vkCreateDevice(c->physical_, &info, nullptr, &c->device_), "vkCreateDevice");
+    volkLoadDevice(c->device_);
+    vkGetDeviceQueue(c->device_, family, 0, &c->queue_);
+
+    auto pool = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+    pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pool.queueFamilyIndex = family;
+    check(vkCreateCommandPool(c->device_, &pool, nullptr, &c->command_pool_),
+          "vkCreateCommandPool");
+    auto fence = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+    check(vkCreateFence(c->device_, &fence, nullptr, &c->fence_), "vkCreateFence");
+    return c;
+}
+
+Context::~Context() {
+    if (device_ == VK_NULL_HANDLE) return;
+    vkDeviceWaitIdle(device_);
+    if (fence_ != VK_NULL_HANDLE) vkDestroyFence(device_, fence_, nullptr);
+    if (command_pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, command_pool_, nullptr);
+    vkDestroyDevice(device_, nullptr);
+}
+
+uint32_t Context::memory_type(uint32_t allowed, VkMemoryPropertyFlags wanted) const {
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+        if ((allowed & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & wanted) == wanted)
+            return i;
+    }
+    return UINT32_MAX;
+}
+
+Buffer Context::make_buffer(uint64_t bytes, bool host_visible) {
+    // Whole 32-bit words: the shaders read GGUF blocks (whose sizes need not be multiples of 4)
+    // as words, and a word reaching past the end of a binding is undefined.
+    bytes = (std::max<uint64_t>(bytes, 4) + 3) & ~uint64_t{3};
+    if (bytes > info_.max_storage_buffer_bytes && !host_visible) {
+        throw LimitError(concat("a Vulkan buffer of ", bytes, " bytes is beyond what ",
+                                info_.name, " binds at once (", info_.max_storage_buffer_bytes,
+                                " bytes)"));
+    }
+    if (!host_visible && bytes > memory_budget_ - std::min(memory_budget_, device_bytes_)) {
+        throw LimitError(concat("Vulkan device ", info_.name, " has no room for ", bytes,
+                                " more bytes: ", device_bytes_, " of its ", memory_budget_,
+                                " are in use"));
+    }
+    Buffer b;
+    b.device_ = device_;
+    b.bytes_ = bytes;
+    auto info = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+    info.size = bytes;
+    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    check(vkCreateBuffer(device_, &info, nullptr, &b.buffer_), "vkCreateBuffer");
+    VkMemoryRequirements needs;
+    vkGetBufferMemoryRequirements(device_, b.buffer_, &needs);
+    const VkMemoryPropertyFlags wanted =
+        host_visible ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+                     : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    const uint32_t type = memory_type(needs.memoryTypeBits, wanted);
+    if (type == UINT32_MAX)
+        throw UnsupportedError(concat("Vulkan device ", info_.name, " has no ",
+                                      host_visible ? "host-visible" : "device-local",
+                                      " memory for storage buffers"));
+    auto alloc = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+    alloc.allocationSize = needs.size;
+    alloc.memoryTypeIndex = type;
+    const VkResult made = vkAllocateMemory(device_, &alloc, nullptr, &b.memory_);
+    if (made == VK_ERROR_OUT_OF_DEVICE_MEMORY || made == VK_ERROR_OUT_OF_HOST_MEMORY) {
+        throw LimitError(concat("Vulkan device ", info_.name, " has no room for ", bytes,
+                                " more bytes (", result_name(made), "; its memory: ",
+                                info_.device_local_bytes, " bytes)"));
+    }
+    check(made, "vkAllocateMemory");
+    check(vkBindBufferMemory(device_, b.buffer_, b.memory_, 0), "vkBindBufferMemory");
+    if (!host_visible) {
+        device_bytes_ += bytes;
+        b.device_bytes_ = &device_bytes_;
+    }
+    if (host_visible) check(vkMapMemory(device_, b.memory_, 0, bytes, 0, &b.mapped_), "vkMapMemory");
+    return b;
+}
+
+Buffer Context::device_buffer(uint64_t bytes) {
+    return make_buffer(bytes, false);
+}
+
+Buffer Context::host_buffer(uint64_t bytes) {
+    return make_buffer(bytes, true);
+}
+
+void Context::copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_t from_offset,
+                   uint64_t to_offset) {
+    if (from_offset > from.bytes() || bytes > from.bytes() - from_offset ||
+        to_offset > to.bytes() || bytes > to.bytes() - to_offset)
+        throw UsageError(concat("Vulkan copy of ", bytes, " bytes beyond a buffer"));
+    if (bytes > 0) run_copy(from.get(), to.get(), from_offset, to_offset, bytes);
+}
+
+void Context::submit(VkCommandBuffer commands) {
+    auto submit = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &commands;
+    check(vkResetFences(device_, 1, &fence_), "vkResetFences");
+    check(vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit");
+    ++stats_.submissions;
+    // A device that stops answering is lost, not waited for forever: 60 s is beyond any one
+    // forward pass of a model that fits.
+    constexpr uint64_t kTimeoutNs = uint64_t{60} * 1000 * 1000 * 1000;
+    const VkResult waited = vkWaitForFences(device_, 1, &fence_, VK_TRUE, kTimeoutNs);
+    ++stats_.host_waits;
+    if (waited == VK_TIMEOUT)
+        throw IoError(concat("Vulkan device ", info_.name, " did not finish within 60 s"));
+    check(waited, "vkWaitForFences");
+}
+
+void Context::run_copy(VkBuffer from, VkBuffer to, uint64_t src_offset, uint64_t dst_offset,
+                       uint64_t bytes) {
+    auto alloc = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    alloc.commandPool = command_pool_;
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    check(vkAllocateCommandBuffers(device_, &alloc, &cb), "vkAllocateCommandBuffers");
+    auto begin = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    try {
+        check(vkBeginCommandBuffer(cb, &begin), "vkBeginCommandBuffer");
+        const VkBufferCopy region{src_offset, dst_offset, bytes};
+        vkCmdCopyBuffer(cb, from, to, 1, &region);
+        check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+        submit(cb);
+    } catch (...) {
+        vkFreeCommandBuffers(device_, command_pool_, 1, &cb);
+        throw;
+    }
+    vkFreeCommandBuffers(device_, command_pool_, 1, &cb);
+}
+
+void Context::upload(Buffer& dst, std::span<const std::byte> bytes, uint64_t offset) {
+    if (offset > dst.bytes() || bytes.size() > dst.bytes() - offset)
+        throw UsageError(concat("Vulkan upload of ", bytes.size(), " bytes at ", offset,
+                                " beyond a buffer of ", dst.bytes()));
+    if (bytes.empty()) return;
+    Buffer staging = make_buffer(bytes.size(), true);
+    std::memcpy(staging.mapped_, bytes.data(), bytes.size());
+    run_copy(staging.get(), dst.get(), 0, offset, bytes.size());
+    stats_.bytes_up += bytes.size();
+}
+
+void Context::download(const Buffer& src, std::span<std::byte> out, uint64_t offset) {
+    if (offset > src.bytes() || out.size() > src.bytes() - offset)
+        throw UsageError(concat("Vulkan read-back of ", out.size(), " bytes at ", offset,
+                                " beyond a buffer of ", src.bytes()));
+    if (out.empty()) return;
+    Buffer staging = make_buffer(out.size(), true);
+    run_copy(src.get(), staging.get(), offset, 0, out.size());
+    std::memcpy(out.data(), staging.mapped_, out.size());
+    stats_.bytes_down += out.size();
+}
+
+Pipeline Context::pipeline(std::span<const uint32_t> spirv, uint32_t n_buffers,
+                           uint32_t push_bytes) {
+    Pipeline p;
+    p.device_ = device_;
+    p.n_buffers_ = n_buffers;
+    p.push_bytes_ = push_bytes;
+    std::vector<VkDescriptorSetLayoutBinding> bindings(n_buffers);
+    for (uint32_t i = 0; i < n_buffers; ++i) {
+        bindings[i].binding = i;
+        bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        bindings[i].descriptorCount = 1;
+        bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+    auto set = vk_struct<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+    set.bindingCount = n_buffers;
+    set.pBindings = bindings.data();
+    check(vkCreateDescriptorSetLayout(device_, &set, nullptr, &p.set_layout_),
+          "vkCreateDescriptorSetLayout");
+    const VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
+    auto layout = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+    layout.setLayoutCount = 1;
+    layout.pSetLayouts = &p.set_layout_;
+    layout.pushConstantRangeCount = push_bytes > 0 ? 1 : 0;
+    layout.pPushConstantRanges = &range;
+    check(vkCreatePipelineLayout(device_, &layout, nullptr, &p.layout_), "vkCreatePipelineLayout");
+
+    auto module_info = vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+    module_info.codeSize = spirv.size_bytes();
+    module_info.pCode = spirv.data();
+    VkShaderModule module = VK_NULL_HANDLE;
+    check(vkCreateShaderModule(device_, &module_info, nullptr, &module), "vkCreateShaderModule");
+    auto info = vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+    info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    info.stage.module = module;
+    info.stage.pName = "main";
+    info.layout = p.layout_;
+    const VkResult made =
+        vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &info, nullptr, &p.pipeline_);
+    vkDestroyShaderModule(device_, module, nullptr);
+    check(made, "vkCreateComputePipelines");
+    return p;
+}
+
+std::unique_ptr<Commands> Context::commands(uint32_t max_dispatches) {
+    return std::unique_ptr<Commands>(new Commands(*this, max_dispatches));
+}
+
+// ---- Commands ----
+
+// Each dispatch takes one descriptor set of at most kMaxBindings storage buffers.
+constexpr uint32_t kMaxBindings = 8;
+
+Commands::Commands(Context& context, uint32_t max_dispatches) : context_(context) {
+    max_dispatches = std::max<uint32_t>(max_dispatches, 1);
+    const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                    max_dispatches * kMaxBindings};
+    auto pool = vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+    pool.maxSets = max_dispatches;
+    pool.poolSizeCount = 1;
+    pool.pPoolSizes = &size;
+    check(vkCreateDescriptorPool(context_.device_, &pool, nullptr, &pool_),
+          "vkCreateDescriptorPool");
+    auto alloc = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    alloc.commandPool = context_.command_pool_;
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(context_.device_, &alloc, &commands_),
+          "vkAllocateCommandBuffers");
+    auto begin = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(vkBeginCommandBuffer(commands_, &begin), "vkBeginCommandBuffer");
+}
+
+Commands::~Commands() {
+    if (commands_ != VK_NULL_HANDLE) {
+        // Done (the host waited for it) or never submitted (an exception while recording).
+        vkFreeCommandBuffers(context_.device_, context_.command_pool_, 1, &commands_);
+    }
+    if (pool_ != VK_NULL_HANDLE) vkDestroyDescriptorPool(context_.device_, pool_, nullptr);
+}
+
+void Commands::dispatch(const Pipeline& pipeline, std::span<const Buffer* const> buffers,
+                        std::span<const std::byte> push, uint32_t groups_x, uint32_t groups_y,
+                        uint32_t groups_z) {
+    if (buffers.size() != pipeline.n_buffers_ || push.size() != pipeline.push_bytes_ ||
+        buffers.size() > kMaxBindings)
+        throw UsageError(concat("Vulkan dispatch: ", buffers.size(), " buffers and ", push.size(),
+                                " push bytes for a pipeline of ", pipeline.n_buffers_, " and ",
+                                pipeline.push_bytes_));
+    if (groups_x > context_.max_groups_[0] || groups_y > context_.max_groups_[1] ||
+        groups_z > context_.max_groups_[2])
+        throw UsageError(concat("Vulkan dispatch of ", groups_x, " x ", groups_y, " x ", groups_z,
+                                " workgroups beyond the device's limits"));
+    auto alloc = vk_struct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+    alloc.descriptorPool = pool_;
+    alloc.descriptorSetCount = 1;
+    alloc.pSetLayouts = &pipeline.set_layout_;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    check(vkAllocateDescriptorSets(context_.device_, &alloc, &set), "vkAllocateDescriptorSets");
+    VkDescriptorBufferInfo infos[kMaxBindings];
+    VkWriteDescriptorSet writes[kMaxBindings];
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+        infos[i] = {buffers[i]->get(), 0, VK_WHOLE_SIZE};
+        writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+        writes[i].dstSet = set;
+        writes[i].dstBinding = static_cast<uint32_t>(i);
+        writes[i].descriptorCount = 1;
+        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        writes[i].pBufferInfo = &infos[i];
+    }
+    vkUpdateDescriptorSets(context_.device_, static_cast<uint32_t>(buffers.size()), writes, 0,
+                           nullptr);
+    vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline_);
+    vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout_, 0, 1,
+                            &set, 0, nullptr);
+    if (!push.empty()) {
+        vkCmdPushConstants(commands_, pipeline.layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                           static_cast<uint32_t>(push.size()), push.data());
+    }
+    vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
+}
+
+void Commands::barrier() {
+    auto b = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b, 0, nullptr, 0, nullptr);
+}
+
+void Commands::copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_t from_offset,
+                    uint64_t to_offset) {
+    if (from_offset > from.bytes() || bytes > from.bytes() - from_offset ||
+        to_offset > to.bytes() || bytes > to.bytes() - to_offset)
+        throw UsageError(concat("Vulkan copy of ", bytes, " bytes beyond a buffer"));
+    auto before = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    before.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+    vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
+    const VkBufferCopy region{from_offset, to_offset, bytes};
+    vkCmdCopyBuffer(commands_, from.get(), to.get(), 1, &region);
+    auto after = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    after.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
+                         1, &after, 0, nullptr, 0, nullptr);
+}
+
+void Commands::submit_and_wait() {
+    if (submitted_) throw UsageError("Vulkan commands submitted twice");
+    check(vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
+    submitted_ = true;
+    context_.submit(commands_);
+}
+
+}  // namespace minfer::vulkan

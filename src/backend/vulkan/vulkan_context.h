@@ -1,0 +1,168 @@
+#pragma once
+// One Vulkan device opened for compute: its queue, buffers, compute pipelines built from the
+// SPIR-V compiled into minfer (vulkan_shaders.h), and a recorder that puts many dispatches into
+// one command buffer and submits it once. It counts what the GPU backend must keep small and
+// tests assert: queue submissions, host waits, bytes uploaded and read back.
+//
+// Memory: weights and activations live in device-local buffers; uploads and read-backs go
+// through host-visible staging buffers. On a device whose only memory is both (lavapipe,
+// integrated GPUs) the staging copy is still made: the same code path on every device.
+
+#include <volk.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backend/vulkan/vulkan_devices.h"
+#include "backend/vulkan/vulkan_instance.h"
+
+namespace minfer::vulkan {
+
+class Context;
+
+// A storage buffer (RAII). Moves, never copies.
+class Buffer {
+  public:
+    Buffer() = default;
+    Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+    Buffer& operator=(Buffer&& other) noexcept;
+    ~Buffer();
+
+    VkBuffer get() const { return buffer_; }
+    uint64_t bytes() const { return bytes_; }
+    // The host's view of a host-visible buffer (null for a device-local one).
+    void* mapped() const { return mapped_; }
+    explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
+
+  private:
+    friend class Context;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkBuffer buffer_ = VK_NULL_HANDLE;
+    VkDeviceMemory memory_ = VK_NULL_HANDLE;
+    void* mapped_ = nullptr;  // host-visible buffers only
+    uint64_t bytes_ = 0;
+    uint64_t* device_bytes_ = nullptr;  // the context's count of device-local bytes (those only)
+};
+
+// A compute pipeline: one shader, `n_buffers` storage buffers at bindings 0.., `push_bytes` of
+// push constants. Moves, never copies.
+class Pipeline {
+  public:
+    Pipeline() = default;
+    Pipeline(Pipeline&& other) noexcept { *this = std::move(other); }
+    Pipeline& operator=(Pipeline&& other) noexcept;
+    ~Pipeline();
+
+  private:
+    friend class Context;
+    friend class Commands;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+    VkPipelineLayout layout_ = VK_NULL_HANDLE;
+    VkPipeline pipeline_ = VK_NULL_HANDLE;
+    uint32_t n_buffers_ = 0;
+    uint32_t push_bytes_ = 0;
+};
+
+// What the device did since it was opened.
+struct TransferStats {
+    uint64_t submissions = 0;  // vkQueueSubmit calls
+    uint64_t host_waits = 0;   // waits of the host for the device
+    uint64_t bytes_up = 0;     // host -> device
+    uint64_t bytes_down = 0;   // device -> host
+};
+
+// Dispatches recorded into one command buffer, submitted once by submit_and_wait(). Between two
+// dispatches, barrier() makes the first one's writes visible to the second.
+class Commands {
+  public:
+    ~Commands();
+    Commands(const Commands&) = delete;
+    Commands& operator=(const Commands&) = delete;
+
+    // groups: workgroups in x, y, z (each at most the device's limit; the caller splits).
+    void dispatch(const Pipeline& pipeline, std::span<const Buffer* const> buffers,
+                  std::span<const std::byte> push, uint32_t groups_x, uint32_t groups_y = 1,
+                  uint32_t groups_z = 1);
+    void barrier();
+    // Copies bytes from one buffer to another after the dispatches recorded so far, visible to
+    // the host (a host-visible `to`) once submit_and_wait() returns.
+    void copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_t from_offset = 0,
+              uint64_t to_offset = 0);
+    // Ends, submits and waits: one submission, one host wait.
+    void submit_and_wait();
+
+  private:
+    friend class Context;
+    Commands(Context& context, uint32_t max_dispatches);
+    Context& context_;
+    VkCommandBuffer commands_ = VK_NULL_HANDLE;
+    VkDescriptorPool pool_ = VK_NULL_HANDLE;
+    bool submitted_ = false;
+};
+
+class Context {
+  public:
+    // Opens vulkan:index. Throws UnsupportedError for a machine without Vulkan or without that
+    // device (naming the devices there are).
+    static std::unique_ptr<Context> open(int index);
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    const VulkanDeviceInfo& info() const { return info_; }
+    const Instance& instance() const { return *instance_; }
+    const TransferStats& stats() const { return stats_; }
+    // Device-local bytes allocated now, and the most this context may allocate: the device's
+    // largest device-local heap, or MINFER_VULKAN_MEMORY_BUDGET (bytes) when that is smaller (a
+    // budget the tests impose to check what happens when a model does not fit).
+    uint64_t device_bytes() const { return device_bytes_; }
+    uint64_t memory_budget() const { return memory_budget_; }
+    uint32_t max_groups_x() const { return max_groups_[0]; }
+
+    // A device-local storage buffer of `bytes` (at least 4). Throws LimitError naming the size
+    // and the device's memory when it does not fit.
+    Buffer device_buffer(uint64_t bytes);
+    // A host-visible, coherent buffer the host writes and reads through mapped() (inputs the
+    // shaders read each pass, results read back) without a copy of its own.
+    Buffer host_buffer(uint64_t bytes);
+    // Copies bytes between two buffers now (one submission, one wait).
+    void copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_t from_offset,
+              uint64_t to_offset);
+    // host -> device (through a staging buffer; waits for the copy).
+    void upload(Buffer& dst, std::span<const std::byte> bytes, uint64_t offset = 0);
+    // device -> host (through a staging buffer; waits for the copy).
+    void download(const Buffer& src, std::span<std::byte> out, uint64_t offset = 0);
+
+    Pipeline pipeline(std::span<const uint32_t> spirv, uint32_t n_buffers, uint32_t push_bytes);
+    // A recorder for up to max_dispatches dispatches.
+    std::unique_ptr<Commands> commands(uint32_t max_dispatches);
+
+  private:
+    friend class Commands;
+    Context() = default;
+    Buffer make_buffer(uint64_t bytes, bool host_visible);
+    uint32_t memory_type(uint32_t allowed, VkMemoryPropertyFlags wanted) const;
+    void run_copy(VkBuffer from, VkBuffer to, uint64_t src_offset, uint64_t dst_offset,
+                  uint64_t bytes);
+    void submit(VkCommandBuffer commands);
+
+    std::shared_ptr<Instance> instance_;
+    VulkanDeviceInfo info_;
+    VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+    VkPhysicalDeviceMemoryProperties memory_{};
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkQueue queue_ = VK_NULL_HANDLE;
+    VkCommandPool command_pool_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    uint32_t max_groups_[3] = {};
+    TransferStats stats_;
+    uint64_t device_bytes_ = 0;
+    uint64_t memory_budget_ = 0;
+};
+
+}  // namespace minfer::vulkan

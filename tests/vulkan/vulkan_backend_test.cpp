@@ -1,0 +1,242 @@
+// The Vulkan backend (backend/vulkan/vulkan_backend.h) through the engine, on the machine's Vulkan
+// device (lavapipe in CI; MINFER_VULKAN_DEVICE=N picks another), with the Khronos validation
+// layer on and required silent:
+// - every golden fixture model agrees with llama.cpp's logits within the golden tolerance, as the
+//   CPU backend must (prompts in micro-batches of 7 through the paged cache; f16 and f32 caches);
+// - a forward pass is one queue submission and one host wait, and uploads no weight after load;
+// - sequences batched together get bit for bit the logits each gets alone, and a continued
+//   sequence whose shared block is copied on write (copy_kv_block) gets what it gets from scratch;
+// - what it cannot do is refused with a clear error (a q8_0 cache, a device without room).
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+#include "backend/vulkan/vulkan_backend.h"
+#include "backend/vulkan/vulkan_devices.h"
+#include "common/engine_helpers.h"
+#include "common/fixtures.h"
+#include "common/golden.h"
+#include "common/golden_parity.h"
+#include "core/error.h"
+
+namespace minfer {
+namespace {
+
+int device_index() {
+    const char* n = std::getenv("MINFER_VULKAN_DEVICE");
+    return n != nullptr ? std::atoi(n) : 0;
+}
+
+EngineOptions vulkan_options(GgmlType kv_type = GgmlType::F16, int64_t n_batch = 7,
+                             int64_t kv_tokens = 0) {
+    EngineOptions o;
+    o.n_threads = 2;
+    o.n_ctx = 512;
+    o.n_batch = n_batch;
+    o.kv_tokens = kv_tokens;
+    o.kv_type = kv_type;
+    o.device = DeviceChoice{DeviceKind::kVulkan, device_index()};
+    return o;
+}
+
+class VulkanEngine : public testing::Test {
+  protected:
+    void SetUp() override {
+        setenv("MINFER_VULKAN_VALIDATION", "1", 1);
+        const VulkanDeviceList list = list_vulkan_devices();
+        if (list.devices.empty()) {
+            if (test::in_ci()) FAIL() << "no Vulkan device in CI: " << list.unavailable;
+            GTEST_SKIP() << "no Vulkan device: " << list.unavailable;
+        }
+    }
+    // The validation layer's findings of the backend `engine` runs on, none expected.
+    static void expect_no_validation_errors(const Engine& engine) {
+        const auto transfers = engine.backend().device_transfers();
+        ASSERT_TRUE(transfers.has_value());
+        EXPECT_EQ(transfers->validation_errors, 0) << transfers->first_validation_error;
+    }
+};
+
+struct ParityParam {
+    std::string golden;
+    GgmlType kv_type = GgmlType::F16;
+    std::size_t max_cases = 0;  // 0: all
+};
+
+class VulkanParity : public VulkanEngine, public testing::WithParamInterface<ParityParam> {};
+
+TEST_P(VulkanParity, AgreesWithTheGolden) {
+    const ParityParam& p = GetParam();
+    MINFER_REQUIRE_FIXTURE(golden_path, "golden/" + p.golden);
+    const test::Golden golden = test::load_golden(golden_path);
+    MINFER_REQUIRE_FIXTURE(model_path, "models/" + golden.model);
+    auto t = test::make_engine(model_path, vulkan_options(p.kv_type));
+    ASSERT_EQ(t.engine->backend().name(), "vulkan");
+    const test::ParityFigures f =
+        test::check_golden_parity(*t.engine, golden, golden.tolerance(), p.max_cases);
+    expect_no_validation_errors(*t.engine);
+    std::printf("vulkan %-24s kv %-4s %s\n", golden.model.c_str(),
+                std::string(type_name(p.kv_type)).c_str(), f.summary().c_str());
+}
+
+std::vector<ParityParam> parity_params() {
+    std::vector<ParityParam> params;
+    for (const std::string& f : test::kRunnableGoldenFiles) params.push_back({f});
+    params.push_back({"tiny-llama-f16.json", GgmlType::F32, 2});
+    params.push_back({"tiny-gemma3-q8_0.json", GgmlType::F32, 2});
+    params.push_back({"tiny-qwen3moe-q8_0.json", GgmlType::F32, 2});
+    return params;
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, VulkanParity, testing::ValuesIn(parity_params()),
+                         [](const testing::TestParamInfo<ParityParam>& p) {
+                             std::string name = test::golden_name(p.param.golden);
+                             if (p.param.kv_type != GgmlType::F16)
+                                 name += "_kv" + std::string(type_name(p.param.kv_type));
+                             return name;
+                         });
+
+// After the engine's start (weights uploaded by prepare), each forward pass is one submission and
+// one host wait; what goes up is the batch's inputs, never a weight.
+TEST_F(VulkanEngine, OneSubmissionPerForwardPassAndNoWeightUploads) {
+    MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-qwen2-q8_0.gguf");
+    auto t = test::make_engine(model_path, vulkan_options(GgmlType::F16, 512));
+    const DeviceTransfers start = *t.engine->backend().device_transfers();
+    EXPECT_GT(start.weight_bytes_up, 0u);
+    const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8};
+    test::evaluate_all(*t.engine, prompt);  // one pass of 8 tokens
+    const DeviceTransfers end = *t.engine->backend().device_transfers();
+    EXPECT_EQ(end.submissions - start.submissions, 1u);
+    EXPECT_EQ(end.host_waits - start.host_waits, 1u);
+    EXPECT_EQ(end.weight_bytes_up, start.weight_bytes_up);
+    // The logits of 8 rows read back; the inputs are a few hundred bytes.
+    EXPECT_EQ(end.bytes_down - start.bytes_down, 8u * t.model.model->hparams().n_vocab * 4);
+    EXPECT_LT(end.bytes_up - start.bytes_up, 4096u);
+    expect_no_validation_errors(*t.engine);
+}
+
+// Four sequences with prompts of 3, 10, 17 and 26 tokens run together (a batch budget of 16
+// tokens: chunks of several prompts, then the decode steps of all four), each greedy for 4 tokens
+// with the logits of every position: bit for bit what each gets alone on the same device.
+TEST_F(VulkanEngine, BatchedSequencesGetTheBitsEachGetsAlone) {
+    for (const char* file : {"tiny-qwen3-q8_0.json", "tiny-qwen3moe-q8_0.json"}) {
+        SCOPED_TRACE(file);
+        MINFER_REQUIRE_FIXTURE(golden_path, std::string("golden/") + file);
+        const test::Golden golden = test::load_golden(golden_path);
+        MINFER_REQUIRE_FIXTURE(model_path, "models/" + golden.model);
+        std::vector<int32_t> text;
+        for (const auto& c : golden.cases) {
+            if (c.all_tokens().size() > text.size()) text = c.all_tokens();
+        }
+        const std::vector<std::ptrdiff_t> lengths = {3, 10, 17, 26};
+        ASSERT_GE(std::ssize(text), lengths.back());
+        auto batched = test::make_engine(model_path, vulkan_options(GgmlType::F16, 16, 4 * 512));
+        std::vector<std::map<int64_t, std::vector<float>>> rows(lengths.size());
+        std::vector<SeqId> ids;
+        for (std::size_t i = 0; i < lengths.size(); ++i) {
+            SequenceParams p;
+            p.prompt.assign(text.begin(), text.begin() + lengths[i]);
+            p.sampling.temperature = 0.0f;
+            p.n_predict = 4;
+            p.ignore_eog = true;
+            p.all_logits = true;
+            p.on_logits = [&rows, i](int64_t pos, std::span<const float> row) {
+                rows[i][pos].assign(row.begin(), row.end());
+            };
+            ids.push_back(batched.engine->submit(std::move(p)));
+        }
+        int steps = 0;
+        while (batched.engine->busy()) {
+            batched.engine->step();
+            ASSERT_LT(++steps, 100);
+        }
+        auto alone = test::make_engine(model_path, vulkan_options(GgmlType::F16, 16));
+        for (std::size_t i = 0; i < lengths.size(); ++i) {
+            const SequenceResult& r = batched.engine->result(ids[i]);
+            std::vector<int32_t> tokens(text.begin(), text.begin() + lengths[i]);
+            tokens.insert(tokens.end(), r.tokens.begin(), r.tokens.end() - 1);
+            const test::LogitRows own = test::evaluate_all(*alone.engine, tokens);
+            ASSERT_EQ(rows[i].size(), own.size());
+            for (const auto& [pos, row] : rows[i])
+                EXPECT_EQ(row, own[static_cast<std::size_t>(pos)])
+                    << "sequence " << i << " position " << pos;
+        }
+        expect_no_validation_errors(*batched.engine);
+    }
+}
+
+// A kept sequence continued inside its first (registered, so shared) block: the engine copies the
+// block (copy_kv_block) before writing; the continuation gets the bits of a fresh evaluation.
+TEST_F(VulkanEngine, ContinuedSequenceCopiesItsSharedBlock) {
+    MINFER_REQUIRE_FIXTURE(golden_path, "golden/tiny-llama-q8_0.json");
+    const test::Golden golden = test::load_golden(golden_path);
+    MINFER_REQUIRE_FIXTURE(model_path, "models/" + golden.model);
+    std::vector<int32_t> text;
+    for (const auto& c : golden.cases) {
+        if (c.all_tokens().size() > text.size()) text = c.all_tokens();
+    }
+    ASSERT_GE(text.size(), 30u);
+    auto t = test::make_engine(model_path, vulkan_options(GgmlType::F16, 512));
+    SequenceParams first;
+    first.prompt.assign(text.begin(), text.begin() + 20);
+    first.n_predict = 0;
+    first.keep = true;
+    const SeqId kept = t.engine->submit(std::move(first));
+    while (t.engine->busy()) t.engine->step();
+    // Continue from position 10: inside block 0 (positions 0..15), which the prefix cache holds.
+    SequenceParams next;
+    next.prompt.assign(text.begin(), text.begin() + 10);
+    next.prompt.insert(next.prompt.end(), text.begin() + 20, text.begin() + 30);
+    next.continue_from = kept;
+    next.n_predict = 0;
+    next.all_logits = true;
+    std::map<int64_t, std::vector<float>> rows;
+    next.on_logits = [&rows](int64_t pos, std::span<const float> row) {
+        rows[pos].assign(row.begin(), row.end());
+    };
+    const std::vector<int32_t> whole = next.prompt;
+    t.engine->submit(std::move(next));
+    while (t.engine->busy()) t.engine->step();
+    auto fresh = test::make_engine(model_path, vulkan_options(GgmlType::F16, 512));
+    const test::LogitRows expected = test::evaluate_all(*fresh.engine, whole);
+    ASSERT_FALSE(rows.empty());
+    for (const auto& [pos, row] : rows)
+        EXPECT_EQ(row, expected[static_cast<std::size_t>(pos)]) << "position " << pos;
+    expect_no_validation_errors(*t.engine);
+}
+
+TEST_F(VulkanEngine, RefusesWhatItCannotRun) {
+    MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-llama-q8_0.gguf");
+    try {
+        test::make_engine(model_path, vulkan_options(GgmlType::Q8_0));
+        ADD_FAILURE() << "a q8_0 cache was accepted";
+    } catch (const UnsupportedError& e) {
+        EXPECT_NE(std::string(e.what()).find("--cache-type f16"), std::string::npos) << e.what();
+    }
+    // A device memory budget (3 MB) that holds the cache (1 MiB) but not the weights (4.4 MiB):
+    // refused with the sizes before anything is uploaded.
+    setenv("MINFER_VULKAN_MEMORY_BUDGET", "3000000", 1);
+    try {
+        test::make_engine(model_path, vulkan_options());
+        ADD_FAILURE() << "a model beyond the memory budget was accepted";
+    } catch (const LimitError& e) {
+        EXPECT_NE(std::string(e.what()).find("do not fit in"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("of its 2.9 MiB are free"), std::string::npos)
+            << e.what();
+    }
+    // A cache beyond it: the same, naming --ctx.
+    setenv("MINFER_VULKAN_MEMORY_BUDGET", "100000", 1);
+    try {
+        test::make_engine(model_path, vulkan_options());
+        ADD_FAILURE() << "a cache beyond the memory budget was accepted";
+    } catch (const LimitError& e) {
+        EXPECT_NE(std::string(e.what()).find("lower --ctx"), std::string::npos) << e.what();
+    }
+    unsetenv("MINFER_VULKAN_MEMORY_BUDGET");
+}
+
+}  // namespace
+}  // namespace minfer

@@ -1,0 +1,188 @@
+// The Vulkan device layer (backend/vulkan) on whatever Vulkan device the machine has: Mesa's
+// lavapipe everywhere (scripts/setup.sh installs it; in CI a missing device fails), a real GPU
+// where there is one (MINFER_VULKAN_DEVICE=N picks vulkan:N). The Khronos validation layer is on
+// for every test (MINFER_VULKAN_VALIDATION=1) and must report nothing.
+//
+// The matrix-vector shader against double-precision dot products of the dequantized weights, for
+// each weight type it is built for: the GPU sums in f32 in another order, so the tolerance is a
+// few f32 roundings of the sum of |products|.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "backend/vulkan/vulkan_context.h"
+#include "backend/vulkan/vulkan_shaders.h"
+#include "common/fixtures.h"
+#include "core/error.h"
+#include "gguf/ggml_type.h"
+#include "quant/dequantize.h"
+#include "quant/quantize.h"
+
+namespace minfer {
+namespace {
+
+int device_index() {
+    const char* n = std::getenv("MINFER_VULKAN_DEVICE");
+    return n != nullptr ? std::atoi(n) : 0;
+}
+
+// The device under test, opened once with validation on; null (and the test skipped, or failed
+// in CI) where the machine has none.
+class VulkanTest : public testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        setenv("MINFER_VULKAN_VALIDATION", "1", 1);
+        const VulkanDeviceList list = list_vulkan_devices();
+        if (list.devices.empty()) {
+            unavailable_ = list.unavailable;
+            return;
+        }
+        context_ = vulkan::Context::open(device_index());
+    }
+    static void TearDownTestSuite() { context_.reset(); }
+
+    void SetUp() override {
+        if (context_ == nullptr) {
+            if (test::in_ci()) FAIL() << "no Vulkan device in CI: " << unavailable_;
+            GTEST_SKIP() << "no Vulkan device: " << unavailable_;
+        }
+        errors_before_ = context_->instance().validation_errors();
+    }
+    void TearDown() override {
+        if (context_ == nullptr) return;
+        EXPECT_EQ(context_->instance().validation_errors(), errors_before_)
+            << "validation: " << context_->instance().first_validation_error();
+    }
+
+    static std::unique_ptr<vulkan::Context> context_;
+    static std::string unavailable_;
+    int errors_before_ = 0;
+};
+std::unique_ptr<vulkan::Context> VulkanTest::context_;
+std::string VulkanTest::unavailable_;
+
+TEST_F(VulkanTest, DescribesTheDevice) {
+    const VulkanDeviceInfo& d = context_->info();
+    EXPECT_FALSE(d.name.empty());
+    EXPECT_GE(VK_API_VERSION_MINOR(d.api_version), 2u);
+    EXPECT_GT(d.device_local_bytes, 0u);
+    EXPECT_GT(d.max_storage_buffer_bytes, 0u);
+    EXPECT_TRUE(context_->instance().validation());
+    std::printf("device: %s (%s, %s, driver %s; %s)\n", d.name.c_str(), d.type.c_str(),
+                d.api().c_str(), d.driver.c_str(), d.features().c_str());
+}
+
+TEST_F(VulkanTest, UploadAndReadBackKeepEveryByte) {
+    std::vector<std::byte> bytes(1000003);
+    std::mt19937 rng(1);
+    for (auto& b : bytes) b = static_cast<std::byte>(rng());
+    vulkan::Buffer buffer = context_->device_buffer(bytes.size() + 5);
+    const auto before = context_->stats();
+    context_->upload(buffer, bytes, 5);
+    std::vector<std::byte> back(bytes.size());
+    context_->download(buffer, back, 5);
+    EXPECT_EQ(std::memcmp(back.data(), bytes.data(), bytes.size()), 0);
+    EXPECT_EQ(context_->stats().bytes_up - before.bytes_up, bytes.size());
+    EXPECT_EQ(context_->stats().bytes_down - before.bytes_down, bytes.size());
+    // Beyond the buffer: refused, nothing written.
+    EXPECT_THROW(context_->upload(buffer, bytes, 6), UsageError);
+}
+
+TEST_F(VulkanTest, RefusesWhatTheDeviceCannotHold) {
+    EXPECT_THROW(vulkan::Context::open(1000), UnsupportedError);
+    try {
+        context_->device_buffer(context_->info().max_storage_buffer_bytes + 1);
+        ADD_FAILURE() << "a buffer beyond the binding limit was made";
+    } catch (const LimitError& e) {
+        EXPECT_NE(std::string(e.what()).find("binds at once"), std::string::npos) << e.what();
+    }
+}
+
+struct MatVecCase {
+    GgmlType type;
+    int64_t n_in;
+};
+
+class VulkanMatVecTest : public VulkanTest, public testing::WithParamInterface<MatVecCase> {};
+
+// y [n_tokens][n_out] = x [n_tokens][n_in] · W^T through the shader, in one submission; rows
+// split between x and z workgroups (128 in x) as a vocabulary beyond the x limit would be.
+std::vector<float> run_mat_vec(vulkan::Context& c, GgmlType type, const std::vector<std::byte>& w,
+                               const std::vector<float>& x, int64_t n_in, int64_t n_out,
+                               int64_t n_tokens) {
+    const std::string name = concat("matmul_vec_", type_name(type));
+    vulkan::Pipeline pipeline = c.pipeline(vulkan::shader_spirv(name), 3, 28);
+    vulkan::Buffer wb = c.device_buffer(w.size()), xb = c.device_buffer(x.size() * 4),
+                   yb = c.device_buffer(static_cast<uint64_t>(n_out * n_tokens) * 4);
+    c.upload(wb, w);
+    c.upload(xb, std::as_bytes(std::span(x)));
+    const uint32_t push[7] = {static_cast<uint32_t>(n_in), static_cast<uint32_t>(n_out),
+                              static_cast<uint32_t>(n_tokens),
+                              static_cast<uint32_t>(row_size(type, n_in)), 0, 0, 0};
+    const vulkan::Buffer* buffers[] = {&wb, &xb, &yb};
+    const auto before = c.stats();
+    auto commands = c.commands(1);
+    const uint32_t groups_x = 128;
+    const auto groups_z = static_cast<uint32_t>((n_out + groups_x - 1) / groups_x);
+    commands->dispatch(pipeline, buffers, std::as_bytes(std::span(push)), groups_x,
+                       static_cast<uint32_t>(n_tokens), groups_z);
+    commands->submit_and_wait();
+    EXPECT_EQ(c.stats().submissions - before.submissions, 1u);
+    EXPECT_EQ(c.stats().host_waits - before.host_waits, 1u);
+    std::vector<float> y(static_cast<std::size_t>(n_out * n_tokens));
+    c.download(yb, std::as_writable_bytes(std::span(y)));
+    return y;
+}
+
+TEST_P(VulkanMatVecTest, MatchesDotProductsOfTheStoredWeights) {
+    const auto [type, n_in] = GetParam();
+    const int64_t n_out = 300, n_tokens = 3;
+    std::mt19937 rng(static_cast<unsigned>(n_in));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> values(static_cast<std::size_t>(n_out * n_in));
+    for (float& v : values) v = normal(rng);
+    std::vector<std::byte> w(row_size(type, n_in) * static_cast<std::size_t>(n_out));
+    for (int64_t r = 0; r < n_out; ++r) {
+        std::byte* row = w.data() + static_cast<std::size_t>(r) * row_size(type, n_in);
+        quantize_row(type, values.data() + r * n_in, row, n_in);
+        dequantize_row(type, row, values.data() + r * n_in, n_in);  // what the shader reads
+    }
+    std::vector<float> x(static_cast<std::size_t>(n_tokens * n_in));
+    for (float& v : x) v = normal(rng);
+    const std::vector<float> y = run_mat_vec(*context_, type, w, x, n_in, n_out, n_tokens);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t r = 0; r < n_out; ++r) {
+            double dot = 0, magnitude = 0;
+            for (int64_t c = 0; c < n_in; ++c) {
+                const double p = static_cast<double>(values[static_cast<std::size_t>(r * n_in + c)]) *
+                                 x[static_cast<std::size_t>(t * n_in + c)];
+                dot += p;
+                magnitude += std::abs(p);
+            }
+            ASSERT_NEAR(y[static_cast<std::size_t>(t * n_out + r)], dot, 1e-5 * magnitude + 1e-6)
+                << "token " << t << " row " << r;
+        }
+    }
+    // The same bits on a second run: the sums' order is fixed by the shader, not the scheduler.
+    EXPECT_EQ(run_mat_vec(*context_, type, w, x, n_in, n_out, n_tokens), y);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Types, VulkanMatVecTest,
+    testing::Values(MatVecCase{GgmlType::F32, 100}, MatVecCase{GgmlType::F32, 4096},
+                    MatVecCase{GgmlType::F16, 130}, MatVecCase{GgmlType::BF16, 70},
+                    MatVecCase{GgmlType::Q4_0, 512}, MatVecCase{GgmlType::Q4_1, 96},
+                    MatVecCase{GgmlType::Q5_0, 160}, MatVecCase{GgmlType::Q5_1, 96},
+                    MatVecCase{GgmlType::Q8_0, 256}, MatVecCase{GgmlType::Q8_0, 96},
+                    MatVecCase{GgmlType::Q4_K, 512}, MatVecCase{GgmlType::Q6_K, 768}),
+    [](const auto& test_info) {
+        return concat(type_name(test_info.param.type), "_", test_info.param.n_in);
+    });
+
+}  // namespace
+}  // namespace minfer
