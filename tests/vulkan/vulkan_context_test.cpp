@@ -59,11 +59,11 @@ class VulkanTest : public testing::Test {
             << "validation: " << context_->instance().first_validation_error();
     }
 
-    static std::unique_ptr<vulkan::Context> context_;
+    static std::shared_ptr<vulkan::Context> context_;
     static std::string unavailable_;
     int errors_before_ = 0;
 };
-std::unique_ptr<vulkan::Context> VulkanTest::context_;
+std::shared_ptr<vulkan::Context> VulkanTest::context_;
 std::string VulkanTest::unavailable_;
 
 TEST_F(VulkanTest, DescribesTheDevice) {

@@ -439,7 +439,7 @@ class VulkanBackend final : public Backend {
     }
 
     BackendOptions options_;
-    std::unique_ptr<vulkan::Context> context_;
+    std::shared_ptr<vulkan::Context> context_;  // shared by the backends on the device
     bool f16_cache_ = true;
     std::vector<CacheLayer> cache_;  // per cache layer
     uint64_t cache_bytes_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <utility>
 
 #include "core/error.h"
@@ -62,9 +63,14 @@ Pipeline::~Pipeline() {
 
 // ---- Context ----
 
-std::unique_ptr<Context> Context::open(int index) {
-    std::unique_ptr<Context> c(new Context());
-    c->instance_ = Instance::create();
+std::shared_ptr<Context> Context::open(int index) {
+    static std::mutex mutex;
+    // Never destroyed, as the instance (vulkan_instance.h): the process's end reclaims them.
+    static auto* open_contexts = new std::map<int, std::shared_ptr<Context>>();
+    std::lock_guard lock(mutex);
+    if (auto it = open_contexts->find(index); it != open_contexts->end()) return it->second;
+    std::shared_ptr<Context> c(new Context());
+    c->instance_ = Instance::shared();
     const std::vector<VkPhysicalDevice> devices = usable_physical_devices(c->instance_->get());
     if (index < 0 || static_cast<std::size_t>(index) >= devices.size()) {
         throw UnsupportedError(concat("no Vulkan device vulkan:", index, " (this machine has ",
@@ -78,11 +84,7 @@ std::unique_ptr<Context> Context::open(int index) {
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(c->physical_, &props);
     std::copy_n(props.limits.maxComputeWorkGroupCount, 3, c->max_groups_);
-    c->memory_budget_ = c->info_.device_local_bytes;
-    if (const char* budget = std::getenv("MINFER_VULKAN_MEMORY_BUDGET")) {
-        const uint64_t b = std::strtoull(budget, nullptr, 10);
-        if (b > 0) c->memory_budget_ = std::min(c->memory_budget_, b);
-    }
+
 
     uint32_t n_families = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(c->physical_, &n_families, nullptr);
@@ -106,6 +108,7 @@ std::unique_ptr<Context> Context::open(int index) {
     check(vkCreateDevice(c->physical_, &info, nullptr, &c->device_), "vkCreateDevice");
     volkLoadDevice(c->device_);
     vkGetDeviceQueue(c->device_, family, 0, &c->queue_);
+    c->queue_family_ = family;
 
     auto pool = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
     pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -114,7 +117,22 @@ std::unique_ptr<Context> Context::open(int index) {
           "vkCreateCommandPool");
     auto fence = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
     check(vkCreateFence(c->device_, &fence, nullptr, &c->fence_), "vkCreateFence");
+    (*open_contexts)[index] = c;
     return c;
+}
+
+uint64_t Context::memory_budget() const {
+    uint64_t budget = info_.device_local_bytes;
+    if (const char* env = std::getenv("MINFER_VULKAN_MEMORY_BUDGET")) {
+        const uint64_t b = std::strtoull(env, nullptr, 10);
+        if (b > 0) budget = std::min(budget, b);
+    }
+    return budget;
+}
+
+TransferStats Context::stats() const {
+    std::lock_guard lock(mutex_);
+    return stats_;
 }
 
 Context::~Context() {
@@ -142,10 +160,10 @@ Buffer Context::make_buffer(uint64_t bytes, bool host_visible) {
                                 info_.name, " binds at once (", info_.max_storage_buffer_bytes,
                                 " bytes)"));
     }
-    if (!host_visible && bytes > memory_budget_ - std::min(memory_budget_, device_bytes_)) {
+    const uint64_t budget = memory_budget(), used = device_bytes();
+    if (!host_visible && bytes > budget - std::min(budget, used)) {
         throw LimitError(concat("Vulkan device ", info_.name, " has no room for ", bytes,
-                                " more bytes: ", device_bytes_, " of its ", memory_budget_,
-                                " are in use"));
+                                " more bytes: ", used, " of its ", budget, " are in use"));
     }
     Buffer b;
     b.device_ = device_;
@@ -202,6 +220,11 @@ void Context::copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_
 }
 
 void Context::submit(VkCommandBuffer commands) {
+    std::lock_guard lock(mutex_);
+    submit_locked(commands);
+}
+
+void Context::submit_locked(VkCommandBuffer commands) {
     auto submit = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &commands;
@@ -220,6 +243,7 @@ void Context::submit(VkCommandBuffer commands) {
 
 void Context::run_copy(VkBuffer from, VkBuffer to, uint64_t src_offset, uint64_t dst_offset,
                        uint64_t bytes) {
+    std::lock_guard lock(mutex_);
     auto alloc = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
     alloc.commandPool = command_pool_;
     alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
@@ -233,7 +257,7 @@ void Context::run_copy(VkBuffer from, VkBuffer to, uint64_t src_offset, uint64_t
         const VkBufferCopy region{src_offset, dst_offset, bytes};
         vkCmdCopyBuffer(cb, from, to, 1, &region);
         check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
-        submit(cb);
+        submit_locked(cb);
     } catch (...) {
         vkFreeCommandBuffers(device_, command_pool_, 1, &cb);
         throw;
@@ -249,6 +273,7 @@ void Context::upload(Buffer& dst, std::span<const std::byte> bytes, uint64_t off
     Buffer staging = make_buffer(bytes.size(), true);
     std::memcpy(staging.mapped_, bytes.data(), bytes.size());
     run_copy(staging.get(), dst.get(), 0, offset, bytes.size());
+    std::lock_guard lock(mutex_);
     stats_.bytes_up += bytes.size();
 }
 
@@ -260,6 +285,7 @@ void Context::download(const Buffer& src, std::span<std::byte> out, uint64_t off
     Buffer staging = make_buffer(out.size(), true);
     run_copy(src.get(), staging.get(), offset, 0, out.size());
     std::memcpy(out.data(), staging.mapped_, out.size());
+    std::lock_guard lock(mutex_);
     stats_.bytes_down += out.size();
 }
 
@@ -326,8 +352,13 @@ Commands::Commands(Context& context, uint32_t max_dispatches) : context_(context
     pool.pPoolSizes = &size;
     check(vkCreateDescriptorPool(context_.device_, &pool, nullptr, &pool_),
           "vkCreateDescriptorPool");
+    auto command_pool = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+    command_pool.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+    command_pool.queueFamilyIndex = context_.queue_family_;
+    check(vkCreateCommandPool(context_.device_, &command_pool, nullptr, &command_pool_),
+          "vkCreateCommandPool");
     auto alloc = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
-    alloc.commandPool = context_.command_pool_;
+    alloc.commandPool = command_pool_;
     alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     alloc.commandBufferCount = 1;
     check(vkAllocateCommandBuffers(context_.device_, &alloc, &commands_),
@@ -338,10 +369,10 @@ Commands::Commands(Context& context, uint32_t max_dispatches) : context_(context
 }
 
 Commands::~Commands() {
-    if (commands_ != VK_NULL_HANDLE) {
-        // Done (the host waited for it) or never submitted (an exception while recording).
-        vkFreeCommandBuffers(context_.device_, context_.command_pool_, 1, &commands_);
-    }
+    // Its command buffer is done (the host waited for it) or was never submitted (an exception
+    // while recording): destroying the pool frees it.
+    if (command_pool_ != VK_NULL_HANDLE)
+        vkDestroyCommandPool(context_.device_, command_pool_, nullptr);
     if (pool_ != VK_NULL_HANDLE) vkDestroyDescriptorPool(context_.device_, pool_, nullptr);
 }
 

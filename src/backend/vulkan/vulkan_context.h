@@ -12,7 +12,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,7 +47,7 @@ class Buffer {
     VkDeviceMemory memory_ = VK_NULL_HANDLE;
     void* mapped_ = nullptr;  // host-visible buffers only
     uint64_t bytes_ = 0;
-    uint64_t* device_bytes_ = nullptr;  // the context's count of device-local bytes (those only)
+    std::atomic<uint64_t>* device_bytes_ = nullptr;  // the context's count of device-local bytes
 };
 
 // A compute pipeline: one shader, `n_buffers` storage buffers at bindings 0.., `push_bytes` of
@@ -100,6 +102,9 @@ class Commands {
     friend class Context;
     Commands(Context& context, uint32_t max_dispatches);
     Context& context_;
+    // Its own pools: recording from a pool must be synchronized, and every recorder is used by
+    // one thread while several backends may record on one device.
+    VkCommandPool command_pool_ = VK_NULL_HANDLE;
     VkCommandBuffer commands_ = VK_NULL_HANDLE;
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
     bool submitted_ = false;
@@ -107,21 +112,24 @@ class Commands {
 
 class Context {
   public:
-    // Opens vulkan:index. Throws UnsupportedError for a machine without Vulkan or without that
-    // device (naming the devices there are).
-    static std::unique_ptr<Context> open(int index);
+    // Opens vulkan:index, or returns the process's open context of it: one logical device per
+    // physical one, kept until the process ends and shared by every backend on it (its queue
+    // submissions serialized by a lock), for the reason Instance::shared() gives.
+    // Throws UnsupportedError for a machine without Vulkan or without that device (naming the
+    // devices there are).
+    static std::shared_ptr<Context> open(int index);
     ~Context();
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
 
     const VulkanDeviceInfo& info() const { return info_; }
     const Instance& instance() const { return *instance_; }
-    const TransferStats& stats() const { return stats_; }
+    TransferStats stats() const;
     // Device-local bytes allocated now, and the most this context may allocate: the device's
     // largest device-local heap, or MINFER_VULKAN_MEMORY_BUDGET (bytes) when that is smaller (a
     // budget the tests impose to check what happens when a model does not fit).
-    uint64_t device_bytes() const { return device_bytes_; }
-    uint64_t memory_budget() const { return memory_budget_; }
+    uint64_t device_bytes() const { return device_bytes_.load(); }
+    uint64_t memory_budget() const;
     uint32_t max_groups_x() const { return max_groups_[0]; }
 
     // A device-local storage buffer of `bytes` (at least 4). Throws LimitError naming the size
@@ -149,7 +157,8 @@ class Context {
     uint32_t memory_type(uint32_t allowed, VkMemoryPropertyFlags wanted) const;
     void run_copy(VkBuffer from, VkBuffer to, uint64_t src_offset, uint64_t dst_offset,
                   uint64_t bytes);
-    void submit(VkCommandBuffer commands);
+    void submit(VkCommandBuffer commands);         // takes the lock
+    void submit_locked(VkCommandBuffer commands);  // with the lock held
 
     std::shared_ptr<Instance> instance_;
     VulkanDeviceInfo info_;
@@ -157,12 +166,13 @@ class Context {
     VkPhysicalDeviceMemoryProperties memory_{};
     VkDevice device_ = VK_NULL_HANDLE;
     VkQueue queue_ = VK_NULL_HANDLE;
-    VkCommandPool command_pool_ = VK_NULL_HANDLE;
+    VkCommandPool command_pool_ = VK_NULL_HANDLE;  // run_copy's, under the lock
+    uint32_t queue_family_ = 0;
     VkFence fence_ = VK_NULL_HANDLE;
     uint32_t max_groups_[3] = {};
     TransferStats stats_;
-    uint64_t device_bytes_ = 0;
-    uint64_t memory_budget_ = 0;
+    std::atomic<uint64_t> device_bytes_{0};
+    mutable std::mutex mutex_;  // the queue, the fence, run_copy's command pool, stats_
 };
 
 }  // namespace minfer::vulkan

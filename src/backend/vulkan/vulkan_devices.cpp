@@ -107,7 +107,7 @@ VulkanDeviceList list_vulkan_devices() {
     VulkanDeviceList list;
     std::shared_ptr<vulkan::Instance> instance;
     try {
-        instance = vulkan::Instance::create();
+        instance = vulkan::Instance::shared();
     } catch (const Error& e) {
         list.unavailable = e.what();
         return list;

@@ -76,6 +76,15 @@ void check(VkResult result, const char* what) {
         throw IoError(concat("Vulkan: ", what, ": ", result_name(result), " (", result, ")"));
 }
 
+std::shared_ptr<Instance> Instance::shared() {
+    static std::mutex mutex;
+    // Never destroyed (see the header): the process's end reclaims it.
+    static auto* current = new std::shared_ptr<Instance>();
+    std::lock_guard lock(mutex);
+    if (!*current) *current = create();
+    return *current;
+}
+
 std::shared_ptr<Instance> Instance::create() {
     if (load_loader() != VK_SUCCESS)
         throw UnsupportedError("no Vulkan loader (libvulkan.so.1): install libvulkan1");

@@ -14,8 +14,13 @@ namespace minfer::vulkan {
 
 class Instance {
   public:
-    // Throws UnsupportedError naming what is missing (no loader, no instance).
-    static std::shared_ptr<Instance> create();
+    // The process's instance, made on first use and kept until the process ends: one instance
+    // for the device list and every device opened. (NVIDIA's driver 580 on the H200 refused new
+    // instances, VK_ERROR_INCOMPATIBLE_DRIVER, after a dozen made and destroyed in one process,
+    // and crashed when one was destroyed by the process's static destructors: so it never is.)
+    // Throws UnsupportedError naming what is missing (no loader, no instance); a failure is not
+    // kept, the next call tries again.
+    static std::shared_ptr<Instance> shared();
     ~Instance();
     Instance(const Instance&) = delete;
     Instance& operator=(const Instance&) = delete;
@@ -28,6 +33,7 @@ class Instance {
 
   private:
     Instance() = default;
+    static std::shared_ptr<Instance> create();
     static VKAPI_ATTR VkBool32 VKAPI_CALL on_message(
         VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types,
         const VkDebugUtilsMessengerCallbackDataEXT* data, void* self);
