@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "backend/device.h"
+#include "backend/vulkan/vulkan_devices.h"
 #include "cli/commands.h"
 #include "cli/context_flags.h"
 #include "cli/format.h"
@@ -99,7 +100,17 @@ struct TestResult {
 
 // "qwen2 0.5B Q4_0", like llama-bench's model_type; below 50 M parameters the size is in M
 // ("llama 0.3M F32" rather than "0.0B").
-// llama-bench's "backends" field: "CPU", "Reference".
+// llama-bench's "gpu_info" field: the GPU's name, driver and API ("" for the CPU backends).
+std::string gpu_info(const std::string& device) {
+    const DeviceChoice d = parse_device(device);
+    if (d.kind != DeviceKind::kVulkan) return "";
+    const VulkanDeviceList list = list_vulkan_devices();
+    if (static_cast<std::size_t>(d.index) >= list.devices.size()) return "";
+    const VulkanDeviceInfo& info = list.devices[static_cast<std::size_t>(d.index)];
+    return concat(info.name, " (", info.type, ", ", info.api(), ", driver ", info.driver, ")");
+}
+
+// llama-bench's "backends" field: "CPU", "Reference", "Vulkan".
 std::string backend_label(const std::string& device) {
     switch (parse_device(device).kind) {
         case DeviceKind::kCpu:
@@ -195,6 +206,7 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
         array.push_back({{"build_commit", MINFER_VERSION},
                          {"cpu_info", cpu_brand()},
                          {"backends", backend_label(o.device)},
+                         {"gpu_info", gpu_info(o.device)},
                          {"kernels", kernels_in_use()},
                          {"model_filename", model.file().path().string()},
                          {"model_type", model_type(model)},
@@ -225,7 +237,8 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
         std::cout << array.dump(2) << "\n";
         return;
     }
-    const char* fields[] = {"build_commit",    "cpu_info",   "backends",       "kernels",
+    const char* fields[] = {"build_commit",    "cpu_info",   "gpu_info",       "backends",
+                            "kernels",
                             "model_filename",  "model_type", "model_size",     "model_n_params",
                             "n_batch",         "n_threads",  "type_k",         "type_v",
                             "batch_invariant", "repack",     "repacked_bytes", "load_ms",
@@ -263,18 +276,27 @@ void print_table(const std::vector<TestResult>& results, const Model& model,
     }
 }
 
-// What loading cost: the model, then the engine at start (with the weights' repacking), and the
-// process's peak resident memory over all the tests (the copies, or the mapped file's pages).
-void print_load(const std::vector<TestResult>& results, std::optional<uint64_t> peak) {
+// What loading cost: the model, then the engine at start (with the weights' repacking or their
+// upload to a GPU), the process's peak resident memory over all the tests (the copies, or the
+// mapped file's pages), and what ran the tests.
+void print_load(const std::vector<TestResult>& results, std::optional<uint64_t> peak,
+                const std::string& device) {
     if (results.empty()) return;
     const TestResult& r = results.front();
+    const bool gpu = parse_device(device).kind == DeviceKind::kVulkan;
     std::printf("\nLoad: model %.1f ms, engine %.1f ms (%s)\n", r.load_ms, r.prepare_ms,
-                r.repacked_bytes > 0 ? concat(format_mib(r.repacked_bytes),
-                                              " of weights repacked; --no-repack keeps "
-                                              "them zero-copy in the mapped file")
-                                           .c_str()
-                                     : "weights zero-copy in the mapped file");
+                gpu ? concat(format_mib(r.repacked_bytes), " of weights copied to the device")
+                          .c_str()
+                : r.repacked_bytes > 0 ? concat(format_mib(r.repacked_bytes),
+                                                " of weights repacked; --no-repack keeps "
+                                                "them zero-copy in the mapped file")
+                                             .c_str()
+                                       : "weights zero-copy in the mapped file");
     if (peak) std::printf("Peak resident memory: %s\n", format_mib(*peak).c_str());
+    if (gpu) {
+        std::printf("Device: %s\n", escape_for_terminal(gpu_info(device)).c_str());
+        return;
+    }
     const std::string cpu = cpu_brand();
     std::printf("Kernels: %s%s\n", kernels_in_use().c_str(),
                 cpu.empty() ? "" : concat(" on ", cpu).c_str());
@@ -486,7 +508,7 @@ void add_bench_command(CLI::App& app) {
             return;
         }
         print_table(results, *loaded.model, backend_label(o->device));
-        print_load(results, peak);
+        print_load(results, peak, o->device);
         if (roofline) print_roofline(results, *loaded.model);
     });
 }

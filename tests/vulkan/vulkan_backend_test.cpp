@@ -45,7 +45,7 @@ EngineOptions vulkan_options(GgmlType kv_type = GgmlType::F16, int64_t n_batch =
 class VulkanEngine : public testing::Test {
   protected:
     void SetUp() override {
-        setenv("MINFER_VULKAN_VALIDATION", "1", 1);
+        setenv("MINFER_VULKAN_VALIDATION", "1", /*overwrite=*/0);
         const VulkanDeviceList list = list_vulkan_devices();
         if (list.devices.empty()) {
             if (test::in_ci()) FAIL() << "no Vulkan device in CI: " << list.unavailable;

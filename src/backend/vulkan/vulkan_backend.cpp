@@ -310,10 +310,14 @@ class VulkanBackend final : public Backend {
         } push{u32(n_in), u32(n_out), u32(n_rows), u32(row_size(w.type, n_in)),
                u32(op.moe.n_used), op.moe.per_slot_input ? 1u : 0u,
                u32(row_size(w.type, n_in) * static_cast<uint64_t>(n_out))};
-        const std::string shader =
-            concat(moe ? "matmul_vec_moe_" : "matmul_vec_", type_name(w.type));
-        const uint32_t x = std::min<uint32_t>(u32(n_out), context_->max_groups_x());
-        const uint32_t z = (u32(n_out) + x - 1) / x;
+        // A CPU device (lavapipe) runs a row per invocation; a GPU a row per workgroup
+        // (matmul_vec.comp says why).
+        const bool per_invocation = context_->info().is_cpu();
+        const std::string shader = concat(per_invocation ? "matmul_rows_" : "matmul_vec_",
+                                          moe ? "moe_" : "", type_name(w.type));
+        const uint32_t row_groups = per_invocation ? (u32(n_out) + 63) / 64 : u32(n_out);
+        const uint32_t x = std::min<uint32_t>(row_groups, context_->max_groups_x());
+        const uint32_t z = (row_groups + x - 1) / x;
         std::vector<const Buffer*> buffers = {&weight(op), &buffer(op.src0), &buffer(op.dst)};
         if (moe) buffers.push_back(&buffer(op.src1));
         c.dispatch(pipeline(shader, static_cast<uint32_t>(buffers.size()), sizeof(push)), buffers,

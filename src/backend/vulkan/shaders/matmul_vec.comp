@@ -6,6 +6,11 @@
 // y [n_rows][n_out] f32. Rows beyond the x dimension's workgroup limit come in z:
 // r = group.x + group.z * groups.x.
 //
+// With ROW_PER_INVOCATION (the variant for CPU devices such as lavapipe, which run a workgroup's
+// invocations as SIMD lanes and pay for every barrier), each invocation computes one (row r,
+// input row s) alone, over its blocks in order: 64 rows a workgroup, no shared memory. The sums
+// then differ from the workgroup variant's in rounding only.
+//
 // With MOE, a 3-D expert tensor [n_expert][n_out][n_in] (expert e at byte e * expert_bytes) and
 // the experts each (token t, slot j) picked, s = t * k + j: y[s] = x · W_e^T for e = experts[s],
 // x being row t of the input, or its row s when per_slot (the down projection's per-slot input).
@@ -31,6 +36,24 @@ layout(push_constant) uniform Shape {
 
 #include "weight_types.glsl"
 
+#ifdef ROW_PER_INVOCATION
+void main() {
+    const uint r = (gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x) * 64u +
+                   gl_LocalInvocationID.x;
+    const uint s = gl_WorkGroupID.y;
+    if (r >= p.n_out) return;
+#ifdef MOE
+    const uint row = uint(experts[s]) * p.expert_bytes + r * p.row_bytes;
+    const uint xo = (p.per_slot != 0u ? s : s / p.k) * p.n_in;
+#else
+    const uint row = r * p.row_bytes;
+    const uint xo = s * p.n_in;
+#endif
+    float sum = 0.0;
+    for (uint b = 0u; b < p.n_in / QK; ++b) sum += block_dot(row + b * BLOCK_BYTES, xo + b * QK);
+    y[s * p.n_out + r] = sum;
+}
+#else
 shared float partial[64];
 
 void main() {
@@ -57,3 +80,4 @@ void main() {
     }
     if (lid == 0u) y[s * p.n_out + r] = partial[0];
 }
+#endif
