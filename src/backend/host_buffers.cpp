@@ -14,7 +14,7 @@ std::size_t values(const BufferDecl& b) {
 uint64_t HostBuffers::growth(const Graph& g) const {
     uint64_t n = 0;
     for (std::size_t b = 0; b < g.buffers.size(); ++b) {
-        const std::size_t have = b >= f32_.size()                  ? 0
+        const std::size_t have = b >= f32_.size()                   ? 0
                                  : g.buffers[b].type == DType::kF32 ? f32_[b].size()
                                                                     : i32_[b].size();
         if (have < values(g.buffers[b])) n += (values(g.buffers[b]) - have) * sizeof(float);

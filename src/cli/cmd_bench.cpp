@@ -237,14 +237,13 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
         std::cout << array.dump(2) << "\n";
         return;
     }
-    const char* fields[] = {"build_commit",    "cpu_info",   "gpu_info",       "backends",
-                            "kernels",
-                            "model_filename",  "model_type", "model_size",     "model_n_params",
-                            "n_batch",         "n_threads",  "type_k",         "type_v",
-                            "batch_invariant", "repack",     "repacked_bytes", "load_ms",
-                            "prepare_ms",      "n_prompt",   "n_gen",          "n_depth",
-                            "n_parallel",      "test_time",  "avg_ns",         "stddev_ns",
-                            "avg_ts",          "stddev_ts"};
+    const char* fields[] = {"build_commit",   "cpu_info",        "gpu_info",   "backends",
+                            "kernels",        "model_filename",  "model_type", "model_size",
+                            "model_n_params", "n_batch",         "n_threads",  "type_k",
+                            "type_v",         "batch_invariant", "repack",     "repacked_bytes",
+                            "load_ms",        "prepare_ms",      "n_prompt",   "n_gen",
+                            "n_depth",        "n_parallel",      "test_time",  "avg_ns",
+                            "stddev_ns",      "avg_ts",          "stddev_ts"};
     std::string header;
     for (const char* f : fields) header += concat(header.empty() ? "" : ",", f);
     std::cout << header << "\n";
@@ -284,14 +283,14 @@ void print_load(const std::vector<TestResult>& results, std::optional<uint64_t> 
     if (results.empty()) return;
     const TestResult& r = results.front();
     const bool gpu = parse_device(device).kind == DeviceKind::kVulkan;
-    std::printf("\nLoad: model %.1f ms, engine %.1f ms (%s)\n", r.load_ms, r.prepare_ms,
-                gpu ? concat(format_mib(r.repacked_bytes), " of weights copied to the device")
-                          .c_str()
-                : r.repacked_bytes > 0 ? concat(format_mib(r.repacked_bytes),
-                                                " of weights repacked; --no-repack keeps "
-                                                "them zero-copy in the mapped file")
-                                             .c_str()
-                                       : "weights zero-copy in the mapped file");
+    std::printf(
+        "\nLoad: model %.1f ms, engine %.1f ms (%s)\n", r.load_ms, r.prepare_ms,
+        gpu ? concat(format_mib(r.repacked_bytes), " of weights copied to the device").c_str()
+        : r.repacked_bytes > 0 ? concat(format_mib(r.repacked_bytes),
+                                        " of weights repacked; --no-repack keeps "
+                                        "them zero-copy in the mapped file")
+                                     .c_str()
+                               : "weights zero-copy in the mapped file");
     if (peak) std::printf("Peak resident memory: %s\n", format_mib(*peak).c_str());
     if (gpu) {
         std::printf("Device: %s\n", escape_for_terminal(gpu_info(device)).c_str());

@@ -17,8 +17,9 @@ void print_devices() {
     std::string out = "Devices (--device):\n";
     out += concat("  cpu          ", escape_for_terminal(cpu_brand()), " (", kernels_in_use(),
                   "; the default)\n");
-    out += "  reference    plain loops in double on one thread: the oracle for checking a kernel "
-           "(slow)\n";
+    out +=
+        "  reference    plain loops in double on one thread: the oracle for checking a kernel "
+        "(slow)\n";
     const VulkanDeviceList vulkan = list_vulkan_devices();
     for (const VulkanDeviceInfo& d : vulkan.devices) {
         const std::string name = concat("vulkan:", d.index);

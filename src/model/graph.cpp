@@ -39,7 +39,10 @@ namespace {
 class Validator {
   public:
     Validator(const Graph& g, int64_t n_vocab, int64_t n_slots)
-        : g_(g), n_vocab_(n_vocab), n_slots_(n_slots), written_rows_(g.buffers.size(), 0),
+        : g_(g),
+          n_vocab_(n_vocab),
+          n_slots_(n_slots),
+          written_rows_(g.buffers.size(), 0),
           writer_(g.buffers.size(), nullptr) {}
 
     void run() {
@@ -75,8 +78,7 @@ class Validator {
             fail(&op, concat("bad shape [", op.rows, ", ", op.width, "]"));
         const bool has_weight = op.weight != nullptr && *op.weight;
         if (def.weight == WeightUse::kRequired && !has_weight) fail(&op, "has no weight");
-        if (def.weight == WeightUse::kNone && op.weight != nullptr)
-            fail(&op, "takes no weight");
+        if (def.weight == WeightUse::kNone && op.weight != nullptr) fail(&op, "takes no weight");
         if (std::string bad = def.check(op, context); !bad.empty()) fail(&op, bad);
         OperandShape shapes[3];
         def.shapes(op, context, shapes);

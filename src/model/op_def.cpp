@@ -2,8 +2,8 @@
 
 #include "model/op_def.h"
 
-#include <array>
 #include <cmath>
+#include <iterator>
 
 #include "core/error.h"
 
@@ -58,6 +58,13 @@ std::string expert_counts(const Op& op) {
     return "";
 }
 
+// MoeRoute, MoeWeights: a value per expert used.
+std::string one_per_expert_used(const Op& op, const GraphContext&) {
+    std::string bad = expert_counts(op);
+    if (bad.empty() && op.width != op.moe.n_used) bad = "width is not the experts used";
+    return bad;
+}
+
 std::string expert_params(const Op& op) {
     return concat("experts=", op.moe.n_used, "/", op.moe.n_expert);
 }
@@ -66,7 +73,7 @@ std::string factor_param(const Op& op) {
     return concat("factor=", op.factor);
 }
 
-constexpr std::array<OpDef, kOpTypeCount> kDefs = {{
+constexpr OpDef kDefs[] = {
     {OpType::GetRows, "get_rows", write("output"), none, none, WeightUse::kRequired, dst_only,
      [](const Op& op, const GraphContext& g) -> std::string {
          if (op.weight->n_cols() != op.width) return "embedding width differs";
@@ -75,7 +82,8 @@ constexpr std::array<OpDef, kOpTypeCount> kDefs = {{
      },
      no_params},
     {OpType::RmsNorm, "rms_norm", write("output"), read("input"), none, WeightUse::kRequired,
-     same_as_dst, [](const Op& op, const GraphContext&) { return f32_vector(*op.weight, op.width); },
+     same_as_dst,
+     [](const Op& op, const GraphContext&) { return f32_vector(*op.weight, op.width); },
      [](const Op& op) { return concat("eps=", op.eps); }},
     {OpType::MatMul, "matmul", write("output"), read("input"), none, WeightUse::kRequired,
      [](const Op& op, const GraphContext&, OperandShape out[3]) {
@@ -173,24 +181,14 @@ constexpr std::array<OpDef, kOpTypeCount> kDefs = {{
          out[0] = {op.rows, op.width};
          out[1] = {op.rows, op.moe.n_expert};
      },
-     [](const Op& op, const GraphContext&) -> std::string {
-         std::string bad = expert_counts(op);
-         if (bad.empty() && op.width != op.moe.n_used) bad = "width is not the experts used";
-         return bad;
-     },
-     expert_params},
+     one_per_expert_used, expert_params},
     {OpType::MoeWeights, "moe_weights", write("expert weights"), read("router logits"),
      read("expert ids", DType::kI32), WeightUse::kNone,
      [](const Op& op, const GraphContext&, OperandShape out[3]) {
          out[0] = out[2] = {op.rows, op.moe.n_used};
          out[1] = {op.rows, op.moe.n_expert};
      },
-     [](const Op& op, const GraphContext&) -> std::string {
-         std::string bad = expert_counts(op);
-         if (bad.empty() && op.width != op.moe.n_used) bad = "width is not the experts used";
-         return bad;
-     },
-     expert_params},
+     one_per_expert_used, expert_params},
     {OpType::MoeMatMul, "moe_matmul", write("expert outputs"), read("input"),
      read("expert ids", DType::kI32), WeightUse::kRequired,
      [](const Op& op, const GraphContext&, OperandShape out[3]) {
@@ -220,15 +218,16 @@ constexpr std::array<OpDef, kOpTypeCount> kDefs = {{
          out[2] = {op.rows, op.moe.n_used};
      },
      [](const Op& op, const GraphContext&) { return expert_counts(op); }, expert_params},
-}};
+};
 
 constexpr bool in_enum_order() {
-    for (std::size_t i = 0; i < kDefs.size(); ++i) {
+    for (std::size_t i = 0; i < std::size(kDefs); ++i) {
         if (static_cast<std::size_t>(kDefs[i].type) != i) return false;
     }
     return true;
 }
-static_assert(in_enum_order(), "kDefs must list the op types in OpType's order");
+static_assert(std::size(kDefs) == kOpTypeCount && in_enum_order(),
+              "kDefs must list every op type, in OpType's order");
 
 }  // namespace
 

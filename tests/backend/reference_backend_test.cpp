@@ -28,10 +28,10 @@
 #include <map>
 #include <numeric>
 
+#include "backend/reference/reference_backend.h"
 #include "common/engine_helpers.h"
 #include "common/fixtures.h"
 #include "common/golden.h"
-#include "backend/reference/reference_backend.h"
 #include "gguf/gguf_file.h"
 #include "gguf/gguf_writer.h"
 #include "quant/dequantize.h"

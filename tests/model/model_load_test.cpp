@@ -286,6 +286,20 @@ TEST(GraphValidate, RefusesWhatABackendCannotRun) {
     expect_refused([&](Graph& g) { op_named(g, "attention").attn.n_head_kv = 3; },
                    "bad attention shape");
     expect_refused([&](Graph& g) { op_named(g, "attn_q").src0 = 99; }, "is not declared");
+    // What the op definitions (model/op_def.h) add: every operand as its definition says.
+    expect_refused([&](Graph& g) { op_named(g, "attn_q").src0 = op_named(g, "attention").dst; },
+                   "reads input 'attn_out' before an op writes it");
+    expect_refused(
+        [&](Graph& g) {
+            g.buffers.push_back(BufferDecl{"ids", g.in.n_tokens(), 64, DType::kI32});
+            op_named(g, "attn_norm").src0 = static_cast<BufferId>(g.buffers.size() - 1);
+        },
+        "input 'ids' holds i32, needs f32");
+    expect_refused([&](Graph& g) { op_named(g, "attn_q").src1 = 0; },
+                   "names a buffer it does not use");
+    expect_refused(
+        [&](Graph& g) { op_named(g, "attention").weight = op_named(g, "attn_q").weight; },
+        "takes no weight");
 }
 
 }  // namespace

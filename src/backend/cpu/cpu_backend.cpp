@@ -185,7 +185,8 @@ class CpuBackend final : public Backend {
         logits_view_ = {};
         if (g.logits != kNoBuffer) {
             logits_view_ = std::span<const float>(
-                buffers_.f32(g.logits), static_cast<std::size_t>(g.in.n_outputs() * options_.n_vocab));
+                buffers_.f32(g.logits),
+                static_cast<std::size_t>(g.in.n_outputs() * options_.n_vocab));
         }
     }
 
@@ -256,8 +257,8 @@ class CpuBackend final : public Backend {
                                  buf(op.dst), pool_.size(), mode);
                 scratch = std::max(scratch, jobs_[i]->scratch_bytes());
             } else if (op.type == OpType::MoeMatMul) {
-                moe_[i].emplace(op, buf(op.src0), buffers_.i32(op.src1), buf(op.dst), pool_.size(), mode,
-                                moe_workspace_, packed_);
+                moe_[i].emplace(op, buf(op.src0), buffers_.i32(op.src1), buf(op.dst), pool_.size(),
+                                mode, moe_workspace_, packed_);
             } else {
                 serial_[i] = is_serial(op);
             }

@@ -20,8 +20,7 @@ std::pair<int64_t, int64_t> share(int64_t count, int i, int n) {
 
 }  // namespace
 
-void moe_route_row(const float* logits, int64_t n_expert, int64_t k, float* probs,
-                   int32_t* ids) {
+void moe_route_row(const float* logits, int64_t n_expert, int64_t k, float* probs, int32_t* ids) {
     std::copy_n(logits, n_expert, probs);
     softmax_like_ggml(probs, n_expert);
     // The k largest probabilities, largest first; the lower id wins a tie. k is small (2-8), the
@@ -99,8 +98,7 @@ void MoeMatmul::prepare() {
     // their batch order.
     std::vector<int64_t> count(static_cast<std::size_t>(moe_.n_expert) + 1, 0);
     for (int64_t t = 0; t < rows_; ++t)
-        for (int64_t j = 0; j < k; ++j)
-            ++count[static_cast<std::size_t>(experts_[t * k + j]) + 1];
+        for (int64_t j = 0; j < k; ++j) ++count[static_cast<std::size_t>(experts_[t * k + j]) + 1];
     for (std::size_t e = 1; e < count.size(); ++e) count[e] += count[e - 1];
     ws.groups.clear();
     for (int64_t e = 0; e < moe_.n_expert; ++e) {

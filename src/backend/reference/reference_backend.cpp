@@ -362,7 +362,8 @@ class ReferenceBackend final : public Backend {
         const double max = *std::max_element(logits, logits + n_expert);
         std::vector<double> p(static_cast<std::size_t>(n_expert));
         double sum = 0.0;
-        for (int64_t e = 0; e < n_expert; ++e) sum += p[static_cast<std::size_t>(e)] = std::exp(logits[e] - max);
+        for (int64_t e = 0; e < n_expert; ++e)
+            sum += p[static_cast<std::size_t>(e)] = std::exp(logits[e] - max);
         for (double& x : p) x /= sum;
         return p;
     }
@@ -432,8 +433,8 @@ class ReferenceBackend final : public Backend {
             for (int64_t i = 0; i < op.width; ++i) {
                 double sum = 0.0;
                 for (int64_t j = 0; j < k; ++j)
-                    sum += static_cast<double>(weights[j]) *
-                           buf(op.src0)[(t * k + j) * op.width + i];
+                    sum +=
+                        static_cast<double>(weights[j]) * buf(op.src0)[(t * k + j) * op.width + i];
                 buf(op.dst)[t * op.width + i] = static_cast<float>(sum);
             }
         }
@@ -453,8 +454,8 @@ class ReferenceBackend final : public Backend {
     }
 
     BackendOptions options_;
-    std::vector<KvLayer> kv_;                  // per cache layer
-    HostBuffers buffers_;                      // by BufferId of the graphs executed
+    std::vector<KvLayer> kv_;  // per cache layer
+    HostBuffers buffers_;      // by BufferId of the graphs executed
     std::span<const float> logits_;
 };
 

@@ -91,8 +91,9 @@ class VulkanBackend final : public Backend {
         if (options_.n_vocab < 1) throw UsageError("the Vulkan backend needs the vocabulary size");
         options_.kv.check();
         if (options_.kv.type != GgmlType::F16 && options_.kv.type != GgmlType::F32) {
-            throw UnsupportedError(concat("the Vulkan backend stores the KV cache as f16 or f32, not ",
-                                          type_name(options_.kv.type), ": use --cache-type f16"));
+            throw UnsupportedError(
+                concat("the Vulkan backend stores the KV cache as f16 or f32, not ",
+                       type_name(options_.kv.type), ": use --cache-type f16"));
         }
         f16_cache_ = options_.kv.type == GgmlType::F16;
         const uint64_t n_slots = static_cast<uint64_t>(options_.kv.n_slots());
@@ -108,8 +109,10 @@ class VulkanBackend final : public Backend {
             l.v_width = s.n_head_kv * s.head_dim_v;
             if (l.k_width % 2 != 0 || l.v_width % 2 != 0)
                 throw UnsupportedError("the Vulkan backend needs even K and V widths");
-            l.k = context_->device_buffer(n_slots * static_cast<uint64_t>(l.k_width) * value_bytes());
-            l.v = context_->device_buffer(n_slots * static_cast<uint64_t>(l.v_width) * value_bytes());
+            l.k =
+                context_->device_buffer(n_slots * static_cast<uint64_t>(l.k_width) * value_bytes());
+            l.v =
+                context_->device_buffer(n_slots * static_cast<uint64_t>(l.v_width) * value_bytes());
             cache_bytes_ += l.k.bytes() + l.v.bytes();
             cache_.push_back(std::move(l));
         }
@@ -195,18 +198,21 @@ class VulkanBackend final : public Backend {
                                           " tokens is beyond the Vulkan backend: lower -b"));
         for (const Op& op : g.ops) {
             if (op.weight != nullptr && *op.weight) {
-                const bool float_vector = op.type != OpType::MatMul && op.type != OpType::MoeMatMul &&
+                const bool float_vector = op.type != OpType::MatMul &&
+                                          op.type != OpType::MoeMatMul &&
                                           op.type != OpType::GetRows;
-                if (float_vector ? op.weight->type != GgmlType::F32 : !shader_reads(op.weight->type))
+                if (float_vector ? op.weight->type != GgmlType::F32
+                                 : !shader_reads(op.weight->type))
                     throw UnsupportedError(concat("the Vulkan backend does not read ",
                                                   type_name(op.weight->type), " weights yet (",
                                                   op.weight->describe(), "): use --device cpu"));
                 if (op.weight->data.size() > context_->info().max_storage_buffer_bytes)
-                    throw UnsupportedError(concat("weight ", op.weight->describe(), " is larger than ",
-                                                  context_->info().name, " binds at once"));
+                    throw UnsupportedError(concat("weight ", op.weight->describe(),
+                                                  " is larger than ", context_->info().name,
+                                                  " binds at once"));
             }
-            if (op.type == OpType::Attention && (op.attn.head_dim_k > kMaxHeadDim ||
-                                                 op.attn.head_dim_v > kMaxHeadDim))
+            if (op.type == OpType::Attention &&
+                (op.attn.head_dim_k > kMaxHeadDim || op.attn.head_dim_v > kMaxHeadDim))
                 throw UnsupportedError("the Vulkan backend's attention takes heads of at most 256");
             if ((op.type == OpType::MoeRoute || op.type == OpType::MoeWeights) &&
                 op.moe.n_expert > kMaxExperts)
@@ -307,8 +313,12 @@ class VulkanBackend final : public Backend {
         const Weight& w = *op.weight;
         const struct {
             uint32_t n_in, n_out, n_rows, row_bytes, k, per_slot, expert_bytes;
-        } push{u32(n_in), u32(n_out), u32(n_rows), u32(row_size(w.type, n_in)),
-               u32(op.moe.n_used), op.moe.per_slot_input ? 1u : 0u,
+        } push{u32(n_in),
+               u32(n_out),
+               u32(n_rows),
+               u32(row_size(w.type, n_in)),
+               u32(op.moe.n_used),
+               op.moe.per_slot_input ? 1u : 0u,
                u32(row_size(w.type, n_in) * static_cast<uint64_t>(n_out))};
         // A CPU device (lavapipe) runs a row per invocation; a GPU a row per workgroup
         // (matmul_vec.comp says why).
@@ -401,10 +411,9 @@ class VulkanBackend final : public Backend {
                     uint32_t n_head, n_head_kv, head_dim_k, head_dim_v;
                     float scale, softcap;
                     uint32_t window, block_size, positions, sequence, table_begin, table_blocks;
-                } push{u32(a.n_head),  u32(a.n_head_kv),     u32(a.head_dim_k),
-                       u32(a.head_dim_v), a.scale,            a.softcap,
-                       u32(a.window),  u32(g.kv_block_size), in.positions,
-                       in.sequence,    in.table_begin,       in.table_blocks};
+                } push{u32(a.n_head), u32(a.n_head_kv), u32(a.head_dim_k), u32(a.head_dim_v),
+                       a.scale,       a.softcap,        u32(a.window),     u32(g.kv_block_size),
+                       in.positions,  in.sequence,      in.table_begin,    in.table_blocks};
                 dispatch(c, concat("attention_", cache_type),
                          {&buffer(op.src0), &buffer(op.dst), &inputs_, &l.k, &l.v}, push,
                          static_cast<uint64_t>(op.rows * a.n_head));
@@ -448,13 +457,13 @@ class VulkanBackend final : public Backend {
     std::vector<CacheLayer> cache_;  // per cache layer
     uint64_t cache_bytes_ = 0;
     std::unordered_map<const std::byte*, Buffer> weights_;  // by the weight's first byte
-    uint64_t weight_bytes_ = 0;       // uploaded, all at load
+    uint64_t weight_bytes_ = 0;                             // uploaded, all at load
     uint64_t inputs_bytes_up_ = 0;    // the batches' inputs, through host-visible memory
     uint64_t logits_bytes_down_ = 0;  // the logits, likewise
-    std::vector<Buffer> buffers_;  // by BufferId of the graphs executed (grown, never shrunk)
-    Buffer inputs_;                // host-visible: the batch's InputLayout
-    Buffer readback_;              // host-visible: the logits
-    Buffer dummy_;                 // bound where a shader's optional input is absent
+    std::vector<Buffer> buffers_;     // by BufferId of the graphs executed (grown, never shrunk)
+    Buffer inputs_;                   // host-visible: the batch's InputLayout
+    Buffer readback_;                 // host-visible: the logits
+    Buffer dummy_;                    // bound where a shader's optional input is absent
     std::unordered_map<std::string, vulkan::Pipeline> pipelines_;  // by shader name
     std::vector<float> logits_;
 };

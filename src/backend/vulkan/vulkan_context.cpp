@@ -85,7 +85,6 @@ std::shared_ptr<Context> Context::open(int index) {
     vkGetPhysicalDeviceProperties(c->physical_, &props);
     std::copy_n(props.limits.maxComputeWorkGroupCount, 3, c->max_groups_);
 
-
     uint32_t n_families = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(c->physical_, &n_families, nullptr);
     std::vector<VkQueueFamilyProperties> families(n_families);
@@ -156,9 +155,8 @@ Buffer Context::make_buffer(uint64_t bytes, bool host_visible) {
     // as words, and a word reaching past the end of a binding is undefined.
     bytes = (std::max<uint64_t>(bytes, 4) + 3) & ~uint64_t{3};
     if (bytes > info_.max_storage_buffer_bytes && !host_visible) {
-        throw LimitError(concat("a Vulkan buffer of ", bytes, " bytes is beyond what ",
-                                info_.name, " binds at once (", info_.max_storage_buffer_bytes,
-                                " bytes)"));
+        throw LimitError(concat("a Vulkan buffer of ", bytes, " bytes is beyond what ", info_.name,
+                                " binds at once (", info_.max_storage_buffer_bytes, " bytes)"));
     }
     const uint64_t budget = memory_budget(), used = device_bytes();
     if (!host_visible && bytes > budget - std::min(budget, used)) {
@@ -190,8 +188,8 @@ Buffer Context::make_buffer(uint64_t bytes, bool host_visible) {
     const VkResult made = vkAllocateMemory(device_, &alloc, nullptr, &b.memory_);
     if (made == VK_ERROR_OUT_OF_DEVICE_MEMORY || made == VK_ERROR_OUT_OF_HOST_MEMORY) {
         throw LimitError(concat("Vulkan device ", info_.name, " has no room for ", bytes,
-                                " more bytes (", result_name(made), "; its memory: ",
-                                info_.device_local_bytes, " bytes)"));
+                                " more bytes (", result_name(made),
+                                "; its memory: ", info_.device_local_bytes, " bytes)"));
     }
     check(made, "vkAllocateMemory");
     check(vkBindBufferMemory(device_, b.buffer_, b.memory_, 0), "vkBindBufferMemory");
@@ -199,7 +197,8 @@ Buffer Context::make_buffer(uint64_t bytes, bool host_visible) {
         device_bytes_ += bytes;
         b.device_bytes_ = &device_bytes_;
     }
-    if (host_visible) check(vkMapMemory(device_, b.memory_, 0, bytes, 0, &b.mapped_), "vkMapMemory");
+    if (host_visible)
+        check(vkMapMemory(device_, b.memory_, 0, bytes, 0, &b.mapped_), "vkMapMemory");
     return b;
 }
 
@@ -244,7 +243,8 @@ void Context::submit_locked(VkCommandBuffer commands) {
 void Context::run_copy(VkBuffer from, VkBuffer to, uint64_t src_offset, uint64_t dst_offset,
                        uint64_t bytes) {
     std::lock_guard lock(mutex_);
-    auto alloc = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    auto alloc =
+        vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
     alloc.commandPool = command_pool_;
     alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     alloc.commandBufferCount = 1;
@@ -302,25 +302,29 @@ Pipeline Context::pipeline(std::span<const uint32_t> spirv, uint32_t n_buffers,
         bindings[i].descriptorCount = 1;
         bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
     }
-    auto set = vk_struct<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+    auto set = vk_struct<VkDescriptorSetLayoutCreateInfo>(
+        VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
     set.bindingCount = n_buffers;
     set.pBindings = bindings.data();
     check(vkCreateDescriptorSetLayout(device_, &set, nullptr, &p.set_layout_),
           "vkCreateDescriptorSetLayout");
     const VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
-    auto layout = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+    auto layout =
+        vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
     layout.setLayoutCount = 1;
     layout.pSetLayouts = &p.set_layout_;
     layout.pushConstantRangeCount = push_bytes > 0 ? 1 : 0;
     layout.pPushConstantRanges = &range;
     check(vkCreatePipelineLayout(device_, &layout, nullptr, &p.layout_), "vkCreatePipelineLayout");
 
-    auto module_info = vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+    auto module_info =
+        vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
     module_info.codeSize = spirv.size_bytes();
     module_info.pCode = spirv.data();
     VkShaderModule module = VK_NULL_HANDLE;
     check(vkCreateShaderModule(device_, &module_info, nullptr, &module), "vkCreateShaderModule");
-    auto info = vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+    auto info =
+        vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
     info.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     info.stage.module = module;
@@ -346,18 +350,21 @@ Commands::Commands(Context& context, uint32_t max_dispatches) : context_(context
     max_dispatches = std::max<uint32_t>(max_dispatches, 1);
     const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                     max_dispatches * kMaxBindings};
-    auto pool = vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+    auto pool =
+        vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
     pool.maxSets = max_dispatches;
     pool.poolSizeCount = 1;
     pool.pPoolSizes = &size;
     check(vkCreateDescriptorPool(context_.device_, &pool, nullptr, &pool_),
           "vkCreateDescriptorPool");
-    auto command_pool = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+    auto command_pool =
+        vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
     command_pool.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
     command_pool.queueFamilyIndex = context_.queue_family_;
     check(vkCreateCommandPool(context_.device_, &command_pool, nullptr, &command_pool_),
           "vkCreateCommandPool");
-    auto alloc = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    auto alloc =
+        vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
     alloc.commandPool = command_pool_;
     alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     alloc.commandBufferCount = 1;
@@ -388,7 +395,8 @@ void Commands::dispatch(const Pipeline& pipeline, std::span<const Buffer* const>
         groups_z > context_.max_groups_[2])
         throw UsageError(concat("Vulkan dispatch of ", groups_x, " x ", groups_y, " x ", groups_z,
                                 " workgroups beyond the device's limits"));
-    auto alloc = vk_struct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+    auto alloc =
+        vk_struct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
     alloc.descriptorPool = pool_;
     alloc.descriptorSetCount = 1;
     alloc.pSetLayouts = &pipeline.set_layout_;
@@ -408,8 +416,8 @@ void Commands::dispatch(const Pipeline& pipeline, std::span<const Buffer* const>
     vkUpdateDescriptorSets(context_.device_, static_cast<uint32_t>(buffers.size()), writes, 0,
                            nullptr);
     vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline_);
-    vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout_, 0, 1,
-                            &set, 0, nullptr);
+    vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout_, 0, 1, &set,
+                            0, nullptr);
     if (!push.empty()) {
         vkCmdPushConstants(commands_, pipeline.layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                            static_cast<uint32_t>(push.size()), push.data());

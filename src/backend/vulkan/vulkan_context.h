@@ -10,9 +10,9 @@
 
 #include <volk.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <span>

@@ -25,20 +25,23 @@ const char* device_type(VkPhysicalDeviceType type) {
 }
 
 bool has_extension(const std::vector<VkExtensionProperties>& extensions, const char* name) {
-    return std::any_of(extensions.begin(), extensions.end(), [name](const auto& e) {
-        return std::strcmp(e.extensionName, name) == 0;
-    });
+    return std::any_of(extensions.begin(), extensions.end(),
+                       [name](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
 VulkanDeviceInfo describe(VkPhysicalDevice device, int index) {
     VulkanDeviceInfo d;
     d.index = index;
-    auto driver = vulkan::vk_struct<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
-    auto subgroup = vulkan::vk_struct<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+    auto driver = vulkan::vk_struct<VkPhysicalDeviceDriverProperties>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+    auto subgroup = vulkan::vk_struct<VkPhysicalDeviceSubgroupProperties>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
     subgroup.pNext = &driver;
-    auto maintenance3 = vulkan::vk_struct<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
+    auto maintenance3 = vulkan::vk_struct<VkPhysicalDeviceMaintenance3Properties>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
     maintenance3.pNext = &subgroup;
-    auto props = vulkan::vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+    auto props = vulkan::vk_struct<VkPhysicalDeviceProperties2>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
     props.pNext = &maintenance3;
     vkGetPhysicalDeviceProperties2(device, &props);
     d.name = props.properties.deviceName;
@@ -54,13 +57,17 @@ VulkanDeviceInfo describe(VkPhysicalDevice device, int index) {
     vkGetPhysicalDeviceMemoryProperties(device, &memory);
     for (uint32_t h = 0; h < memory.memoryHeapCount; ++h) {
         if (memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
-            d.device_local_bytes = std::max<uint64_t>(d.device_local_bytes, memory.memoryHeaps[h].size);
+            d.device_local_bytes =
+                std::max<uint64_t>(d.device_local_bytes, memory.memoryHeaps[h].size);
     }
 
-    auto f11 = vulkan::vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
-    auto f12 = vulkan::vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+    auto f11 = vulkan::vk_struct<VkPhysicalDeviceVulkan11Features>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+    auto f12 = vulkan::vk_struct<VkPhysicalDeviceVulkan12Features>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
     f11.pNext = &f12;
-    auto features = vulkan::vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+    auto features =
+        vulkan::vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
     features.pNext = &f11;
     vkGetPhysicalDeviceFeatures2(device, &features);
     d.float16 = f12.shaderFloat16 == VK_TRUE;
@@ -116,8 +123,9 @@ VulkanDeviceList list_vulkan_devices() {
     for (std::size_t i = 0; i < devices.size(); ++i)
         list.devices.push_back(describe(devices[i], static_cast<int>(i)));
     if (list.devices.empty()) {
-        list.unavailable = "no Vulkan 1.2 device: install a GPU's Vulkan driver, or "
-                           "mesa-vulkan-drivers for Mesa's CPU device lavapipe";
+        list.unavailable =
+            "no Vulkan 1.2 device: install a GPU's Vulkan driver, or "
+            "mesa-vulkan-drivers for Mesa's CPU device lavapipe";
     }
     return list;
 }

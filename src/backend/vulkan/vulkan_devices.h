@@ -11,21 +11,21 @@
 namespace minfer {
 
 struct VulkanDeviceInfo {
-    int index = 0;         // N of vulkan:N, in the order the loader enumerates them
-    std::string name;      // "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
-    std::string type;      // "discrete", "integrated", "virtual", "cpu", "other"
-    std::string driver;    // "NVIDIA 580.159.4", "llvmpipe Mesa 22.3.6"
+    int index = 0;       // N of vulkan:N, in the order the loader enumerates them
+    std::string name;    // "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
+    std::string type;    // "discrete", "integrated", "virtual", "cpu", "other"
+    std::string driver;  // "NVIDIA 580.159.4", "llvmpipe Mesa 22.3.6"
     uint32_t api_version = 0;
     uint32_t vendor_id = 0;
     uint64_t device_local_bytes = 0;  // the largest device-local memory heap
     uint32_t subgroup_size = 0;
     uint64_t max_storage_buffer_bytes = 0;  // the largest storage buffer one binding may view
     // What the faster shader paths need (docs/vulkan.md says which path each enables).
-    bool float16 = false;                // shaderFloat16
-    bool int8 = false;                   // shaderInt8
-    bool storage_16bit = false;          // storageBuffer16BitAccess
-    bool storage_8bit = false;           // storageBuffer8BitAccess
-    bool integer_dot_product = false;    // VK_KHR_shader_integer_dot_product
+    bool float16 = false;                 // shaderFloat16
+    bool int8 = false;                    // shaderInt8
+    bool storage_16bit = false;           // storageBuffer16BitAccess
+    bool storage_8bit = false;            // storageBuffer8BitAccess
+    bool integer_dot_product = false;     // VK_KHR_shader_integer_dot_product
     bool cooperative_matrix_khr = false;  // VK_KHR_cooperative_matrix
     bool cooperative_matrix_nv = false;   // VK_NV_cooperative_matrix
     bool external_memory_host = false;    // VK_EXT_external_memory_host (map the file itself)

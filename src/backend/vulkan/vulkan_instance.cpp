@@ -122,7 +122,8 @@ std::shared_ptr<Instance> Instance::create() {
         throw UnsupportedError(concat("no Vulkan instance: ", result_name(made)));
     volkLoadInstanceOnly(self->instance_);
     if (validate) {
-        auto m = vk_struct<VkDebugUtilsMessengerCreateInfoEXT>(VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
+        auto m = vk_struct<VkDebugUtilsMessengerCreateInfoEXT>(
+            VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
         m.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
                             VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
         m.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
