@@ -99,6 +99,25 @@ INSTANTIATE_TEST_SUITE_P(Golden, VulkanParity, testing::ValuesIn(parity_params()
                              return name;
                          });
 
+// The GPUs' products (a row per workgroup, 8 input rows a tile) on this device too: a dense model
+// of K-quants, and a mixture of experts whose tiles hold tokens routed to different experts.
+TEST_F(VulkanEngine, GpuProductsAgreeWithTheGolden) {
+    setenv("MINFER_VULKAN_PRODUCTS", "workgroup", 1);
+    for (const char* file : {"tiny-llama-q4_k_m.json", "tiny-qwen3moe-q8_0.json"}) {
+        SCOPED_TRACE(file);
+        MINFER_REQUIRE_FIXTURE(golden_path, std::string("golden/") + file);
+        const test::Golden golden = test::load_golden(golden_path);
+        MINFER_REQUIRE_FIXTURE(model_path, "models/" + golden.model);
+        auto t = test::make_engine(model_path, vulkan_options(GgmlType::F16, 32));
+        const test::ParityFigures f =
+            test::check_golden_parity(*t.engine, golden, golden.tolerance());
+        expect_no_validation_errors(*t.engine);
+        std::printf("vulkan workgroup products %-24s %s\n", golden.model.c_str(),
+                    f.summary().c_str());
+    }
+    unsetenv("MINFER_VULKAN_PRODUCTS");
+}
+
 // After the engine's start (weights uploaded by prepare), each forward pass is one submission and
 // one host wait; what goes up is the batch's inputs, never a weight.
 TEST_F(VulkanEngine, OneSubmissionPerForwardPassAndNoWeightUploads) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -117,6 +118,16 @@ class VulkanBackend final : public Backend {
             cache_.push_back(std::move(l));
         }
         dummy_ = context_->device_buffer(16);
+        // MINFER_VULKAN_PRODUCTS=workgroup|invocation overrides the choice by device type (the
+        // tests run the GPUs' products on lavapipe too).
+        row_per_invocation_ = context_->info().is_cpu();
+        if (const char* products = std::getenv("MINFER_VULKAN_PRODUCTS")) {
+            const std::string_view p(products);
+            if (p != "workgroup" && p != "invocation")
+                throw UsageError(
+                    concat("MINFER_VULKAN_PRODUCTS='", p, "': expected workgroup or invocation"));
+            row_per_invocation_ = p == "invocation";
+        }
     }
 
     std::string_view name() const override { return "vulkan"; }
@@ -322,7 +333,7 @@ class VulkanBackend final : public Backend {
                u32(row_size(w.type, n_in) * static_cast<uint64_t>(n_out))};
         // A CPU device (lavapipe) runs a row per invocation; a GPU a row per workgroup
         // (matmul_vec.comp says why).
-        const bool per_invocation = context_->info().is_cpu();
+        const bool per_invocation = row_per_invocation_;
         const std::string shader = concat(per_invocation ? "matmul_rows_" : "matmul_vec_",
                                           moe ? "moe_" : "", type_name(w.type));
         const uint32_t row_groups = per_invocation ? (u32(n_out) + 63) / 64 : u32(n_out);
@@ -330,8 +341,10 @@ class VulkanBackend final : public Backend {
         const uint32_t z = (row_groups + x - 1) / x;
         std::vector<const Buffer*> buffers = {&weight(op), &buffer(op.src0), &buffer(op.dst)};
         if (moe) buffers.push_back(&buffer(op.src1));
+        // matmul_vec takes 8 input rows a workgroup (its TILE), matmul_rows one.
+        const uint32_t input_groups = per_invocation ? u32(n_rows) : (u32(n_rows) + 7) / 8;
         c.dispatch(pipeline(shader, static_cast<uint32_t>(buffers.size()), sizeof(push)), buffers,
-                   bytes_of(push), x, u32(n_rows), z);
+                   bytes_of(push), x, input_groups, z);
     }
 
     void record(vulkan::Commands& c, const Op& op, const Graph& g, const InputLayout& in) {
@@ -454,7 +467,8 @@ class VulkanBackend final : public Backend {
     BackendOptions options_;
     std::shared_ptr<vulkan::Context> context_;  // shared by the backends on the device
     bool f16_cache_ = true;
-    std::vector<CacheLayer> cache_;  // per cache layer
+    bool row_per_invocation_ = false;  // the products' shader: matmul_rows, else matmul_vec
+    std::vector<CacheLayer> cache_;    // per cache layer
     uint64_t cache_bytes_ = 0;
     std::unordered_map<const std::byte*, Buffer> weights_;  // by the weight's first byte
     uint64_t weight_bytes_ = 0;                             // uploaded, all at load

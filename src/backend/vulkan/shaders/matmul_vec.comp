@@ -1,7 +1,7 @@
 #version 450
-// y[s][r] = sum over c of W[r][c] * x[s][c]: one workgroup per (weight row r, input row s), its
-// 64 invocations striding over the row's blocks in a fixed order, their sums added in shared
-// memory in a fixed tree (the same bits on every run). W is [n_out][n_in] in its GGUF type
+// y[s][r] = sum over c of W[r][c] * x[s][c]: one workgroup per weight row r and tile of 8 input
+// rows s, its 64 invocations striding over the row's blocks in a fixed order, their sums added
+// in shared memory in a fixed tree (the same bits on every run). W is [n_out][n_in] in its GGUF type
 // (TYPE_X at build time, weight_types.glsl), row r at byte r * row_bytes; x [n_rows][n_in] and
 // y [n_rows][n_out] f32. Rows beyond the x dimension's workgroup limit come in z:
 // r = group.x + group.z * groups.x.
@@ -36,48 +36,61 @@ layout(push_constant) uniform Shape {
 
 #include "weight_types.glsl"
 
+// Where weight row r for input row s starts (bytes), and where input row s starts (values).
+uint row_start(uint r, uint s) {
+#ifdef MOE
+    return uint(experts[s]) * p.expert_bytes + r * p.row_bytes;
+#else
+    return r * p.row_bytes;
+#endif
+}
+uint input_start(uint s) {
+#ifdef MOE
+    return (p.per_slot != 0u ? s : s / p.k) * p.n_in;
+#else
+    return s * p.n_in;
+#endif
+}
+
 #ifdef ROW_PER_INVOCATION
 void main() {
     const uint r = (gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x) * 64u +
                    gl_LocalInvocationID.x;
     const uint s = gl_WorkGroupID.y;
     if (r >= p.n_out) return;
-#ifdef MOE
-    const uint row = uint(experts[s]) * p.expert_bytes + r * p.row_bytes;
-    const uint xo = (p.per_slot != 0u ? s : s / p.k) * p.n_in;
-#else
-    const uint row = r * p.row_bytes;
-    const uint xo = s * p.n_in;
-#endif
+    const uint row = row_start(r, s), xo = input_start(s);
     float sum = 0.0;
     for (uint b = 0u; b < p.n_in / QK; ++b) sum += block_dot(row + b * BLOCK_BYTES, xo + b * QK);
     y[s * p.n_out + r] = sum;
 }
 #else
-shared float partial[64];
+// A workgroup takes weight row r for TILE input rows s0 .. s0 + TILE - 1 (group.y = s0 / TILE):
+// each block is read from memory once for all of them. Each (r, s) is summed as alone (its
+// invocation's blocks in order, then the tree), so a row's result does not depend on the others
+// in its tile: the same bits whatever the batch.
+const uint TILE = 8u;
+shared float partial[TILE * 64u];
 
 void main() {
     const uint r = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
-    const uint s = gl_WorkGroupID.y;
+    const uint s0 = gl_WorkGroupID.y * TILE;
     if (r >= p.n_out) return;  // the whole workgroup: r is the same for all its invocations
+    const uint n = min(TILE, p.n_rows - s0);
     const uint lid = gl_LocalInvocationID.x;
-#ifdef MOE
-    const uint row = uint(experts[s]) * p.expert_bytes + r * p.row_bytes;
-    const uint xo = (p.per_slot != 0u ? s : s / p.k) * p.n_in;
-#else
-    const uint row = r * p.row_bytes;
-    const uint xo = s * p.n_in;
-#endif
-    float sum = 0.0;
+    float sums[TILE];
+    for (uint t = 0u; t < TILE; ++t) sums[t] = 0.0;
     for (uint b = lid; b < p.n_in / QK; b += 64u) {
-        sum += block_dot(row + b * BLOCK_BYTES, xo + b * QK);
+        for (uint t = 0u; t < n; ++t)
+            sums[t] += block_dot(row_start(r, s0 + t) + b * BLOCK_BYTES, input_start(s0 + t) + b * QK);
     }
-    partial[lid] = sum;
+    for (uint t = 0u; t < TILE; ++t) partial[t * 64u + lid] = sums[t];
     barrier();
     for (uint h = 32u; h > 0u; h >>= 1) {
-        if (lid < h) partial[lid] += partial[lid + h];
+        if (lid < h) {
+            for (uint t = 0u; t < n; ++t) partial[t * 64u + lid] += partial[t * 64u + lid + h];
+        }
         barrier();
     }
-    if (lid == 0u) y[s * p.n_out + r] = partial[0];
+    if (lid < n) y[(s0 + lid) * p.n_out + r] = partial[lid * 64u];
 }
 #endif
