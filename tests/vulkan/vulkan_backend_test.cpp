@@ -99,8 +99,8 @@ INSTANTIATE_TEST_SUITE_P(Golden, VulkanParity, testing::ValuesIn(parity_params()
                              return name;
                          });
 
-// The GPUs' products (a row per workgroup, 8 input rows a tile) on this device too: a dense model
-// of K-quants, and a mixture of experts whose tiles hold tokens routed to different experts.
+// The GPUs' products (a row per workgroup) on this device too, where lavapipe's own are a row per
+// invocation: a dense model of K-quants, and a mixture of experts.
 TEST_F(VulkanEngine, GpuProductsAgreeWithTheGolden) {
     setenv("MINFER_VULKAN_PRODUCTS", "workgroup", 1);
     for (const char* file : {"tiny-llama-q4_k_m.json", "tiny-qwen3moe-q8_0.json"}) {

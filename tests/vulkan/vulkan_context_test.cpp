@@ -136,7 +136,7 @@ std::vector<float> run_mat_vec(vulkan::Context& c, const std::string& shader, Gg
     auto commands = c.commands(1);
     const bool per_invocation = shader == "matmul_rows";
     const auto row_groups = static_cast<uint32_t>(per_invocation ? (n_out + 63) / 64 : n_out);
-    const auto input_groups = static_cast<uint32_t>(per_invocation ? n_tokens : (n_tokens + 7) / 8);
+    const auto input_groups = static_cast<uint32_t>(n_tokens);
     const uint32_t groups_x = 3;
     const uint32_t groups_z = (row_groups + groups_x - 1) / groups_x;
     commands->dispatch(pipeline, buffers, std::as_bytes(std::span(push)), groups_x, input_groups,
@@ -151,7 +151,6 @@ std::vector<float> run_mat_vec(vulkan::Context& c, const std::string& shader, Gg
 
 TEST_P(VulkanMatVecTest, MatchesDotProductsOfTheStoredWeights) {
     const auto [type, n_in] = GetParam();
-    // 11 input rows: a whole tile of matmul_vec's 8 and a part of one.
     const int64_t n_out = 300, n_tokens = 11;
     std::mt19937 rng(static_cast<unsigned>(n_in));
     std::normal_distribution<float> normal(0.0f, 1.0f);

@@ -341,10 +341,8 @@ class VulkanBackend final : public Backend {
         const uint32_t z = (row_groups + x - 1) / x;
         std::vector<const Buffer*> buffers = {&weight(op), &buffer(op.src0), &buffer(op.dst)};
         if (moe) buffers.push_back(&buffer(op.src1));
-        // matmul_vec takes 8 input rows a workgroup (its TILE), matmul_rows one.
-        const uint32_t input_groups = per_invocation ? u32(n_rows) : (u32(n_rows) + 7) / 8;
         c.dispatch(pipeline(shader, static_cast<uint32_t>(buffers.size()), sizeof(push)), buffers,
-                   bytes_of(push), x, input_groups, z);
+                   bytes_of(push), x, u32(n_rows), z);
     }
 
     void record(vulkan::Commands& c, const Op& op, const Graph& g, const InputLayout& in) {
