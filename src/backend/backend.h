@@ -35,9 +35,10 @@ struct BackendOptions {
     std::function<void(const Op& op, double micros)> trace;
 };
 
-// What a backend on a device with memory of its own (a GPU) has done since it was made: how often
-// the host handed it work and waited, what crossed between host and device memory, and the
-// Khronos validation layer's findings where it is on (MINFER_VULKAN_VALIDATION=1).
+// What a device with memory of its own (a GPU) has done since the process opened it (the backends
+// on one device share these counts): how often the host handed it work and waited, what crossed
+// between host and device memory (weights: this backend's), and the Khronos validation layer's
+// findings where it is on (MINFER_VULKAN_VALIDATION=1).
 struct DeviceTransfers {
     uint64_t submissions = 0;      // queue submissions
     uint64_t host_waits = 0;       // waits of the host for the device

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -134,6 +135,32 @@ TEST_F(VulkanEngine, OneSubmissionPerForwardPassAndNoWeightUploads) {
     // The logits of 8 rows read back; the inputs are a few hundred bytes.
     EXPECT_EQ(end.bytes_down - start.bytes_down, 8u * t.model.model->hparams().n_vocab * 4);
     EXPECT_LT(end.bytes_up - start.bytes_up, 4096u);
+    expect_no_validation_errors(*t.engine);
+}
+
+// MINFER_TRACE on the device: every op of a pass timed by GPU timestamps, in the graph's order,
+// within the pass's one submission.
+TEST_F(VulkanEngine, TraceTimesEveryOpOnTheDevice) {
+    MINFER_REQUIRE_FIXTURE(model_path, "models/stories260K.gguf");
+    std::vector<std::pair<std::string, double>> traced;  // (op, microseconds)
+    EngineOptions options = vulkan_options(GgmlType::F16, 512);
+    options.trace = [&traced](const Op& op, double micros) {
+        traced.emplace_back(op_name(op), micros);
+    };
+    auto t = test::make_engine(model_path, options);
+    const std::vector<int32_t> prompt = {1, 2, 3, 4, 5};
+    const Graph g = t.engine->graph_for_prompt(prompt, /*all_logits=*/true);
+    const uint64_t submissions = t.engine->backend().device_transfers()->submissions;
+    test::evaluate_all(*t.engine, prompt);
+    EXPECT_EQ(t.engine->backend().device_transfers()->submissions - submissions, 1u);
+    ASSERT_EQ(traced.size(), g.ops.size());
+    double total = 0;
+    for (std::size_t i = 0; i < g.ops.size(); ++i) {
+        EXPECT_EQ(traced[i].first, op_name(g.ops[i])) << i;
+        EXPECT_TRUE(std::isfinite(traced[i].second) && traced[i].second >= 0) << traced[i].second;
+        total += traced[i].second;
+    }
+    EXPECT_GT(total, 0.0);
     expect_no_validation_errors(*t.engine);
 }
 

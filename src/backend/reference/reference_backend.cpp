@@ -13,6 +13,7 @@
 #include "backend/host_buffers.h"
 #include "core/error.h"
 #include "core/half.h"
+#include "core/memory_limits.h"
 #include "quant/dequantize.h"
 #include "quant/quantize.h"
 
@@ -62,6 +63,13 @@ class ReferenceBackend final : public Backend {
         options_.kv.check();
         // Per cache layer: K [n_slots][n_head_kv * head_dim_k], V [n_slots][n_head_kv * head_dim_v]
         const auto n_slots = static_cast<std::size_t>(options_.kv.n_slots());
+        // Kept as f32 whatever the cache type (twice an f16 cache): refused with the size before
+        // std::bad_alloc could be.
+        uint64_t values = 0;
+        for (const KvLayerShape& s : options_.kv.layers)
+            values += n_slots * static_cast<uint64_t>(s.n_head_kv * (s.head_dim_k + s.head_dim_v));
+        require_memory(values * sizeof(float), "the reference backend's f32 KV cache",
+                       "; lower --ctx");
         for (const KvLayerShape& s : options_.kv.layers) {
             KvLayer l;
             l.k_width = s.n_head_kv * s.head_dim_k;

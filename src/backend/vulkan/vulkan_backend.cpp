@@ -152,7 +152,11 @@ class VulkanBackend final : public Backend {
         return t;
     }
 
-    void prepare(const Graph& g) override { upload_weights(g); }
+    // At the engine's start: what the shaders cannot run is refused then, before any upload.
+    void prepare(const Graph& g) override {
+        check_supported(g);
+        upload_weights(g);
+    }
 
     void copy_kv_block(int32_t from, int32_t to, int64_t n_positions) override {
         const int64_t n_blocks = options_.kv.n_blocks, block = options_.kv.block_size;
@@ -181,9 +185,18 @@ class VulkanBackend final : public Backend {
         if (readback_.bytes() < logits_bytes) readback_ = context_->host_buffer(logits_bytes);
 
         auto commands = context_->commands(static_cast<uint32_t>(g.ops.size()));
-        for (const Op& op : g.ops) {
-            record(*commands, op, g, inputs);
+        // MINFER_TRACE: a GPU timestamp before the first op and after each (in the same
+        // submission: timing adds no wait).
+        const auto n_stamps = static_cast<uint32_t>(g.ops.size() + 1);
+        const bool timed = options_.trace && prepare_timestamps(n_stamps);
+        if (timed) {
+            commands->reset(timestamps_, n_stamps);
+            commands->timestamp(timestamps_, 0);
+        }
+        for (std::size_t i = 0; i < g.ops.size(); ++i) {
+            record(*commands, g.ops[i], g, inputs);
             commands->barrier();
+            if (timed) commands->timestamp(timestamps_, static_cast<uint32_t>(i + 1));
         }
         if (g.logits != kNoBuffer && logits_bytes > 0)
             commands->copy(buffer(g.logits), readback_, logits_bytes);
@@ -192,6 +205,11 @@ class VulkanBackend final : public Backend {
         logits_.resize(static_cast<std::size_t>(logits_bytes / sizeof(float)));
         if (logits_bytes > 0) std::memcpy(logits_.data(), readback_.mapped(), logits_bytes);
         logits_bytes_down_ += logits_bytes;
+        if (timed) {
+            const std::vector<double> ns = timestamps_.read_ns(n_stamps);
+            for (std::size_t i = 0; i < g.ops.size(); ++i)
+                options_.trace(g.ops[i], (ns[i + 1] - ns[i]) * 1e-3);
+        }
     }
 
   private:
@@ -201,6 +219,13 @@ class VulkanBackend final : public Backend {
     };
 
     uint64_t value_bytes() const { return f16_cache_ ? 2 : 4; }
+
+    // A timestamp pool of at least n slots; false where the device's queue cannot time (the
+    // trace then has no per-op lines).
+    bool prepare_timestamps(uint32_t n) {
+        if (timestamps_.count() < n) timestamps_ = context_->timestamps(n);
+        return timestamps_.count() >= n;
+    }
 
     // What the shaders cannot run, refused before anything is recorded.
     void check_supported(const Graph& g) const {
@@ -470,12 +495,13 @@ class VulkanBackend final : public Backend {
     uint64_t cache_bytes_ = 0;
     std::unordered_map<const std::byte*, Buffer> weights_;  // by the weight's first byte
     uint64_t weight_bytes_ = 0;                             // uploaded, all at load
-    uint64_t inputs_bytes_up_ = 0;    // the batches' inputs, through host-visible memory
-    uint64_t logits_bytes_down_ = 0;  // the logits, likewise
-    std::vector<Buffer> buffers_;     // by BufferId of the graphs executed (grown, never shrunk)
-    Buffer inputs_;                   // host-visible: the batch's InputLayout
-    Buffer readback_;                 // host-visible: the logits
-    Buffer dummy_;                    // bound where a shader's optional input is absent
+    uint64_t inputs_bytes_up_ = 0;      // the batches' inputs, through host-visible memory
+    uint64_t logits_bytes_down_ = 0;    // the logits, likewise
+    std::vector<Buffer> buffers_;       // by BufferId of the graphs executed (grown, never shrunk)
+    Buffer inputs_;                     // host-visible: the batch's InputLayout
+    Buffer readback_;                   // host-visible: the logits
+    Buffer dummy_;                      // bound where a shader's optional input is absent
+    vulkan::TimestampPool timestamps_;  // MINFER_TRACE's, grown to the largest graph
     std::unordered_map<std::string, vulkan::Pipeline> pipelines_;  // by shader name
     std::vector<float> logits_;
 };

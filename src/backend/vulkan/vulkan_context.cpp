@@ -61,6 +61,35 @@ Pipeline::~Pipeline() {
     device_ = VK_NULL_HANDLE;
 }
 
+// ---- TimestampPool ----
+
+TimestampPool& TimestampPool::operator=(TimestampPool&& other) noexcept {
+    if (this != &other) {
+        this->~TimestampPool();
+        device_ = std::exchange(other.device_, VK_NULL_HANDLE);
+        pool_ = std::exchange(other.pool_, VK_NULL_HANDLE);
+        count_ = std::exchange(other.count_, 0);
+        period_ns_ = other.period_ns_;
+    }
+    return *this;
+}
+
+TimestampPool::~TimestampPool() {
+    if (pool_ != VK_NULL_HANDLE) vkDestroyQueryPool(device_, pool_, nullptr);
+    pool_ = VK_NULL_HANDLE;
+}
+
+std::vector<double> TimestampPool::read_ns(uint32_t n) const {
+    std::vector<uint64_t> ticks(n);
+    if (n == 0 || n > count_) return {};
+    check(vkGetQueryPoolResults(device_, pool_, 0, n, n * sizeof(uint64_t), ticks.data(),
+                                sizeof(uint64_t), VK_QUERY_RESULT_64_BIT),
+          "vkGetQueryPoolResults");
+    std::vector<double> ns(n);
+    for (uint32_t i = 0; i < n; ++i) ns[i] = static_cast<double>(ticks[i]) * period_ns_;
+    return ns;
+}
+
 // ---- Context ----
 
 std::shared_ptr<Context> Context::open(int index) {
@@ -108,6 +137,8 @@ std::shared_ptr<Context> Context::open(int index) {
     volkLoadDevice(c->device_);
     vkGetDeviceQueue(c->device_, family, 0, &c->queue_);
     c->queue_family_ = family;
+    c->can_time_ = families[family].timestampValidBits > 0;
+    c->timestamp_period_ = props.limits.timestampPeriod;
 
     auto pool = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
     pool.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -337,6 +368,19 @@ Pipeline Context::pipeline(std::span<const uint32_t> spirv, uint32_t n_buffers,
     return p;
 }
 
+TimestampPool Context::timestamps(uint32_t count) {
+    TimestampPool p;
+    if (!can_time_ || count == 0) return p;
+    auto info = vk_struct<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    info.queryCount = count;
+    check(vkCreateQueryPool(device_, &info, nullptr, &p.pool_), "vkCreateQueryPool");
+    p.device_ = device_;
+    p.count_ = count;
+    p.period_ns_ = timestamp_period_;
+    return p;
+}
+
 std::unique_ptr<Commands> Context::commands(uint32_t max_dispatches) {
     return std::unique_ptr<Commands>(new Commands(*this, max_dispatches));
 }
@@ -431,6 +475,16 @@ void Commands::barrier() {
     b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
     vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b, 0, nullptr, 0, nullptr);
+}
+
+void Commands::reset(const TimestampPool& pool, uint32_t n) {
+    if (n > pool.count_) throw UsageError("Vulkan: more timestamps than the pool holds");
+    if (n > 0) vkCmdResetQueryPool(commands_, pool.pool_, 0, n);
+}
+
+void Commands::timestamp(const TimestampPool& pool, uint32_t i) {
+    if (i >= pool.count_) throw UsageError("Vulkan: a timestamp beyond the pool");
+    vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool.pool_, i);
 }
 
 void Commands::copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_t from_offset,

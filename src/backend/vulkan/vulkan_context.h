@@ -70,6 +70,28 @@ class Pipeline {
     uint32_t push_bytes_ = 0;
 };
 
+// GPU timestamps (RAII): `count` slots a recorder writes (Commands::timestamp) and the host reads
+// after the submission's wait. Moves, never copies.
+class TimestampPool {
+  public:
+    TimestampPool() = default;
+    TimestampPool(TimestampPool&& other) noexcept { *this = std::move(other); }
+    TimestampPool& operator=(TimestampPool&& other) noexcept;
+    ~TimestampPool();
+
+    uint32_t count() const { return count_; }
+    // The first n timestamps in nanoseconds since an arbitrary origin (after the wait).
+    std::vector<double> read_ns(uint32_t n) const;
+
+  private:
+    friend class Context;
+    friend class Commands;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkQueryPool pool_ = VK_NULL_HANDLE;
+    uint32_t count_ = 0;
+    double period_ns_ = 1.0;  // nanoseconds a tick
+};
+
 // What the device did since it was opened.
 struct TransferStats {
     uint64_t submissions = 0;  // vkQueueSubmit calls
@@ -91,6 +113,10 @@ class Commands {
                   std::span<const std::byte> push, uint32_t groups_x, uint32_t groups_y = 1,
                   uint32_t groups_z = 1);
     void barrier();
+    // Resets the pool's first n slots (before the first timestamp into them), then writes slot
+    // i once the commands recorded so far have finished.
+    void reset(const TimestampPool& pool, uint32_t n);
+    void timestamp(const TimestampPool& pool, uint32_t i);
     // Copies bytes from one buffer to another after the dispatches recorded so far, visible to
     // the host (a host-visible `to`) once submit_and_wait() returns.
     void copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_t from_offset = 0,
@@ -147,6 +173,8 @@ class Context {
     void download(const Buffer& src, std::span<std::byte> out, uint64_t offset = 0);
 
     Pipeline pipeline(std::span<const uint32_t> spirv, uint32_t n_buffers, uint32_t push_bytes);
+    // A pool of `count` timestamps, or an empty one (count() 0) where the queue cannot time.
+    TimestampPool timestamps(uint32_t count);
     // A recorder for up to max_dispatches dispatches.
     std::unique_ptr<Commands> commands(uint32_t max_dispatches);
 
@@ -168,6 +196,8 @@ class Context {
     VkQueue queue_ = VK_NULL_HANDLE;
     VkCommandPool command_pool_ = VK_NULL_HANDLE;  // run_copy's, under the lock
     uint32_t queue_family_ = 0;
+    bool can_time_ = false;        // the queue's timestamps have valid bits
+    double timestamp_period_ = 1;  // nanoseconds a tick
     VkFence fence_ = VK_NULL_HANDLE;
     uint32_t max_groups_[3] = {};
     TransferStats stats_;
