@@ -25,7 +25,8 @@ function(minfer_shader name source)
     set(embed_list "${embed_list}|${name}=${spv}" PARENT_SCOPE)
 endfunction()
 # The weight types the Vulkan backend reads (vulkan_backend.cpp's list; weight_types.glsl).
-foreach(type F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q6_K)
+foreach(type F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K IQ4_NL IQ4_XS TQ1_0
+        TQ2_0)
     string(TOLOWER ${type} t)
     string(REPLACE "_k" "_K" t ${t})  # ggml's spelling: q4_K (gguf/ggml_type.h's type_name)
     minfer_shader(matmul_vec_${t} matmul_vec TYPE_${type})

@@ -20,7 +20,9 @@
 #include "common/fixtures.h"
 #include "core/error.h"
 #include "gguf/ggml_type.h"
+#include "gguf/gguf_file.h"
 #include "quant/dequantize.h"
+#include "quant/quant_fixture.h"
 #include "quant/quantize.h"
 
 namespace minfer {
@@ -187,6 +189,86 @@ TEST_P(VulkanMatVecTest, MatchesDotProductsOfTheStoredWeights) {
         EXPECT_EQ(run_mat_vec(*context_, shader, type, w, x, n_in, n_out, n_tokens), y);
     }
 }
+
+// ggml's own bytes of every type (../shared/fixtures/quant: 16 rows of 512 values quantized by
+// ggml, with ggml's dequantization): the get_rows shader gives ggml's values (within a rounding:
+// a driver may fuse the scale's multiply and add), and both product shaders their dot products.
+class VulkanGgmlBlocks : public VulkanTest, public testing::WithParamInterface<GgmlType> {};
+
+TEST_P(VulkanGgmlBlocks, DequantizeAndMultiplyAsGgml) {
+    MINFER_REQUIRE_FIXTURE(path, test::kQuantFixture);
+    const GgufFile file = GgufFile::open(path);
+    const GgmlType type = GetParam();
+    const TensorInfo& q = file.tensor(concat("q.", type_name(type)));
+    const std::vector<float> expected =
+        test::read_f32_tensor(file, concat("deq.", type_name(type)));
+    const int64_t n_in = q.ne[0], n_out = q.n_rows();
+    const std::vector<std::byte> w(q.data.begin(), q.data.end());
+
+    vulkan::Context& c = *context_;
+    vulkan::Buffer wb = c.device_buffer(w.size()), ids = c.device_buffer(4 * n_out),
+                   rows = c.device_buffer(4 * static_cast<uint64_t>(n_out * n_in));
+    c.upload(wb, w);
+    std::vector<int32_t> order(static_cast<std::size_t>(n_out));
+    for (int64_t r = 0; r < n_out; ++r)
+        order[static_cast<std::size_t>(r)] = static_cast<int32_t>(n_out - 1 - r);
+    c.upload(ids, std::as_bytes(std::span(order)));
+    vulkan::Pipeline get_rows =
+        c.pipeline(vulkan::shader_spirv(concat("get_rows_", type_name(type))), 3, 16);
+    const uint32_t push[4] = {static_cast<uint32_t>(n_out), static_cast<uint32_t>(n_in),
+                              static_cast<uint32_t>(row_size(type, n_in)), 0};
+    const vulkan::Buffer* buffers[] = {&wb, &ids, &rows};
+    auto commands = c.commands(1);
+    commands->dispatch(get_rows, buffers, std::as_bytes(std::span(push)),
+                       static_cast<uint32_t>(n_out));
+    commands->submit_and_wait();
+    std::vector<float> got(static_cast<std::size_t>(n_out * n_in));
+    c.download(rows, std::as_writable_bytes(std::span(got)));
+    int mismatches = 0;
+    for (int64_t r = 0; r < n_out; ++r) {
+        for (int64_t i = 0; i < n_in; ++i) {
+            const float g = got[static_cast<std::size_t>(r * n_in + i)];
+            const float e = expected[static_cast<std::size_t>((n_out - 1 - r) * n_in + i)];
+            if (!(std::abs(g - e) <= 1e-6f * std::abs(e) + 1e-30f) && ++mismatches <= 5)
+                ADD_FAILURE() << "row " << n_out - 1 - r << " value " << i << ": " << g << ", ggml "
+                              << e;
+        }
+    }
+    EXPECT_EQ(mismatches, 0);
+
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const int64_t n_tokens = 3;
+    std::vector<float> x(static_cast<std::size_t>(n_tokens * n_in));
+    for (float& v : x) v = normal(rng);
+    for (const std::string shader : {"matmul_vec", "matmul_rows"}) {
+        SCOPED_TRACE(shader);
+        const std::vector<float> y = run_mat_vec(c, shader, type, w, x, n_in, n_out, n_tokens);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+            for (int64_t r = 0; r < n_out; ++r) {
+                double dot = 0, magnitude = 0;
+                for (int64_t i = 0; i < n_in; ++i) {
+                    const double p =
+                        static_cast<double>(expected[static_cast<std::size_t>(r * n_in + i)]) *
+                        x[static_cast<std::size_t>(t * n_in + i)];
+                    dot += p;
+                    magnitude += std::abs(p);
+                }
+                ASSERT_NEAR(y[static_cast<std::size_t>(t * n_out + r)], dot,
+                            1e-5 * magnitude + 1e-6)
+                    << "token " << t << " row " << r;
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, VulkanGgmlBlocks,
+    testing::Values(GgmlType::F16, GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                    GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                    GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_NL, GgmlType::IQ4_XS,
+                    GgmlType::TQ1_0, GgmlType::TQ2_0),
+    [](const auto& test_info) { return std::string(type_name(test_info.param)); });
 
 INSTANTIATE_TEST_SUITE_P(
     Types, VulkanMatVecTest,

@@ -34,8 +34,15 @@ bool shader_reads(GgmlType type) {
         case GgmlType::Q5_0:
         case GgmlType::Q5_1:
         case GgmlType::Q8_0:
+        case GgmlType::Q2_K:
+        case GgmlType::Q3_K:
         case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
         case GgmlType::Q6_K:
+        case GgmlType::IQ4_NL:
+        case GgmlType::IQ4_XS:
+        case GgmlType::TQ1_0:
+        case GgmlType::TQ2_0:
             return true;
         default:
             return false;

@@ -232,6 +232,120 @@ float block_dot(uint block, uint xi) {
     return total;
 }
 #endif
+#elif defined(TYPE_Q5_K)
+// As Q4_K (scales and mins at +4), with 32 bytes of fifth bits at +16 (bit j of byte l for value
+// 32j + l) and the nibbles at +48.
+const uint QK = 256u, BLOCK_BYTES = 176u;
+#define GENERIC_BLOCK_DOT
+uvec2 k4_scale_min(uint block, uint j) {
+    const uint s = block + 4u;
+    if (j < 4u) return uvec2(byte_at(s + j) & 63u, byte_at(s + j + 4u) & 63u);
+    return uvec2((byte_at(s + j + 4u) & 15u) | ((byte_at(s + j - 4u) >> 6) << 4),
+                 (byte_at(s + j + 4u) >> 4) | ((byte_at(s + j) >> 6) << 4));
+}
+float block_value(uint block, uint i) {
+    const uint j = i >> 5, l = i & 31u;
+    const uvec2 sm = k4_scale_min(block, j);
+    const uint q = byte_at(block + 48u + 32u * (i >> 6) + l);
+    const uint nibble = (i & 32u) == 0u ? q & 15u : q >> 4;
+    const uint high = (byte_at(block + 16u + l) >> j) & 1u;
+    return f16_at(block) * float(sm.x) * float(nibble + 16u * high) -
+           f16_at(block + 2u) * float(sm.y);
+}
+#elif defined(TYPE_Q2_K)
+// 16 bytes of 4-bit scales (low) and mins (high), 64 bytes of 2-bit quants, d, dmin (f16) at +80.
+// In each half of 128 values, value 32j + l takes bits 2j of byte 32 * half + l and the scale
+// byte 8 * half + 2j + (l >= 16).
+const uint QK = 256u, BLOCK_BYTES = 84u;
+#define GENERIC_BLOCK_DOT
+float block_value(uint block, uint i) {
+    const uint half_ = i >> 7, j = (i & 127u) >> 5, l = i & 31u;
+    const uint sc = byte_at(block + 8u * half_ + 2u * j + (l >> 4));
+    const uint q = (byte_at(block + 16u + 32u * half_ + l) >> (2u * j)) & 3u;
+    return f16_at(block + 80u) * float(sc & 15u) * float(q) - f16_at(block + 82u) * float(sc >> 4);
+}
+#elif defined(TYPE_Q3_K)
+// 32 bytes of high-bit masks, 64 of 2-bit quants, 12 of 6-bit scales (low nibbles in bytes 0-7,
+// two high bits each in bytes 8-11), d (f16) at +108. Value 32j + l of half h: quant bits 2j of
+// byte 32h + l, minus 4 unless bit 4h + j of mask byte l; scale 8h + 2j + (l >= 16), minus 32.
+const uint QK = 256u, BLOCK_BYTES = 110u;
+#define GENERIC_BLOCK_DOT
+float block_value(uint block, uint i) {
+    const uint half_ = i >> 7, j = (i & 127u) >> 5, l = i & 31u;
+    const uint s = 8u * half_ + 2u * j + (l >> 4);
+    const uint low = s < 8u ? byte_at(block + 96u + s) & 15u : byte_at(block + 96u + s - 8u) >> 4;
+    const uint high = (byte_at(block + 104u + (s & 3u)) >> (2u * (s >> 2))) & 3u;
+    const int scale = int(low | (high << 4)) - 32;
+    const int q = int((byte_at(block + 32u + 32u * half_ + l) >> (2u * j)) & 3u) -
+                  (((byte_at(block + l) >> (4u * half_ + j)) & 1u) != 0u ? 0 : 4);
+    return f16_at(block + 108u) * float(scale) * float(q);
+}
+#elif defined(TYPE_IQ4_NL) || defined(TYPE_IQ4_XS)
+// The 16 non-linear levels of IQ4 (ggml's kvalues_iq4nl).
+const int IQ4_LEVELS[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69,
+                                   89, 113);
+#define GENERIC_BLOCK_DOT
+#if defined(TYPE_IQ4_NL)
+// d (f16), nibbles as Q4_0: d * level[q].
+const uint QK = 32u, BLOCK_BYTES = 18u;
+float block_value(uint block, uint i) {
+    const uint q = byte_at(block + 2u + (i & 15u));
+    return f16_at(block) * float(IQ4_LEVELS[i < 16u ? q & 15u : q >> 4]);
+}
+#else
+// d (f16), the high 2 bits of 8 sub-block scales (u16 at +2), their low 4 bits (4 bytes at +4),
+// then 16 bytes of nibbles a sub-block of 32 (as Q4_0): d * (scale - 32) * level[q].
+const uint QK = 256u, BLOCK_BYTES = 136u;
+float block_value(uint block, uint i) {
+    const uint ib = i >> 5, k = i & 31u;
+    const uint high = ((byte_at(block + 2u) | (byte_at(block + 3u) << 8)) >> (2u * ib)) & 3u;
+    const uint low = (byte_at(block + 4u + (ib >> 1)) >> (4u * (ib & 1u))) & 15u;
+    const uint q = byte_at(block + 8u + 16u * ib + (k & 15u));
+    return f16_at(block) * float(int(low | (high << 4)) - 32) *
+           float(IQ4_LEVELS[k < 16u ? q & 15u : q >> 4]);
+}
+#endif
+#elif defined(TYPE_TQ2_0)
+// 64 bytes of 2-bit ternary codes, d (f16) at +64: value 32l + m of half j is bits 2l of byte
+// 32j + m, minus 1, times d.
+const uint QK = 256u, BLOCK_BYTES = 66u;
+#define GENERIC_BLOCK_DOT
+float block_value(uint block, uint i) {
+    const uint j = i >> 7, l = (i & 127u) >> 5, m = i & 31u;
+    const int q = int((byte_at(block + 32u * j + m) >> (2u * l)) & 3u) - 1;
+    return f16_at(block + 64u) * float(q);
+}
+#elif defined(TYPE_TQ1_0)
+// 48 bytes of five base-3 digits each, 4 bytes of four, d (f16) at +52. Digit n of byte b is
+// ((b * 3^n mod 256) * 3) >> 8. Values 0-159: bytes 0-31, digit i / 32; 160-239: bytes 32-47,
+// digit (i - 160) / 16; 240-255: bytes 48-51, digit (i - 240) / 4. Value (digit - 1) * d.
+const uint QK = 256u, BLOCK_BYTES = 54u;
+#define GENERIC_BLOCK_DOT
+const uint POW3[5] = uint[5](1u, 3u, 9u, 27u, 81u);
+float block_value(uint block, uint i) {
+    uint byte_, n;
+    if (i < 160u) {
+        byte_ = i & 31u;
+        n = i >> 5;
+    } else if (i < 240u) {
+        byte_ = 32u + ((i - 160u) & 15u);
+        n = (i - 160u) >> 4;
+    } else {
+        byte_ = 48u + ((i - 240u) & 3u);
+        n = (i - 240u) >> 2;
+    }
+    const uint q = (byte_at(block + byte_) * POW3[n]) & 255u;
+    return f16_at(block + 52u) * float(int((q * 3u) >> 8) - 1);
+}
 #else
 #error "no TYPE_ defined"
+#endif
+
+#if defined(GENERIC_BLOCK_DOT) && !defined(VALUES_ONLY)
+// The types without a block_dot of their own: value by value (slower, the same arithmetic).
+float block_dot(uint block, uint xi) {
+    float sum = 0.0;
+    for (uint i = 0u; i < QK; ++i) sum += block_value(block, i) * x[xi + i];
+    return sum;
+}
 #endif
