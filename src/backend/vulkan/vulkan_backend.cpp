@@ -15,6 +15,7 @@
 #include "backend/vulkan/vulkan_context.h"
 #include "backend/vulkan/vulkan_shaders.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "model/op_def.h"
 
 namespace minfer {
@@ -98,12 +99,16 @@ class VulkanBackend final : public Backend {
         : options_(options), context_(vulkan::Context::open(device_index)) {
         if (options_.n_vocab < 1) throw UsageError("the Vulkan backend needs the vocabulary size");
         options_.kv.check();
-        if (options_.kv.type != GgmlType::F16 && options_.kv.type != GgmlType::F32) {
+        const GgmlType kv_type = options_.kv.type;
+        if (kv_type != GgmlType::F16 && kv_type != GgmlType::F32 && kv_type != GgmlType::Q8_0) {
             throw UnsupportedError(
-                concat("the Vulkan backend stores the KV cache as f16 or f32, not ",
-                       type_name(options_.kv.type), ": use --cache-type f16"));
+                concat("the Vulkan backend stores the KV cache as f16, f32 or "
+                       "q8_0, not ",
+                       type_name(kv_type), ": use --cache-type f16"));
         }
-        f16_cache_ = options_.kv.type == GgmlType::F16;
+        cache_type_ = std::string(type_name(kv_type));
+        // A q8_0 row is stored a pair of 34-byte blocks (17 words) at a time (store_kv.comp).
+        const int64_t unit = kv_type == GgmlType::Q8_0 ? 64 : 2;
         const uint64_t n_slots = static_cast<uint64_t>(options_.kv.n_slots());
         const uint64_t kv_bytes = options_.kv.bytes();
         if (kv_bytes > context_->memory_budget()) {
@@ -115,16 +120,20 @@ class VulkanBackend final : public Backend {
             CacheLayer l;
             l.k_width = s.n_head_kv * s.head_dim_k;
             l.v_width = s.n_head_kv * s.head_dim_v;
-            if (l.k_width % 2 != 0 || l.v_width % 2 != 0)
-                throw UnsupportedError("the Vulkan backend needs even K and V widths");
-            l.k =
-                context_->device_buffer(n_slots * static_cast<uint64_t>(l.k_width) * value_bytes());
-            l.v =
-                context_->device_buffer(n_slots * static_cast<uint64_t>(l.v_width) * value_bytes());
+            if (l.k_width % unit != 0 || l.v_width % unit != 0) {
+                throw UnsupportedError(concat("the Vulkan backend stores a ", cache_type_,
+                                              " cache in rows of multiples of ", unit,
+                                              " values, not ", l.k_width, " and ", l.v_width,
+                                              ": use --cache-type f16"));
+            }
+            l.k = context_->device_buffer(n_slots * row_bytes(l.k_width));
+            l.v = context_->device_buffer(n_slots * row_bytes(l.v_width));
             cache_bytes_ += l.k.bytes() + l.v.bytes();
             cache_.push_back(std::move(l));
         }
         dummy_ = context_->device_buffer(16);
+        log_info(concat("minfer: running on vulkan:", device_index, " (", context_->info().name,
+                        ", ", mib(context_->memory_budget()), ")"));
         // MINFER_VULKAN_PRODUCTS=workgroup|invocation overrides the choice by device type (the
         // tests run the GPUs' products on lavapipe too).
         row_per_invocation_ = context_->info().is_cpu();
@@ -172,7 +181,7 @@ class VulkanBackend final : public Backend {
             throw UsageError(concat("cannot copy cache block ", from, " to ", to));
         for (const CacheLayer& l : cache_) {
             for (const auto& [buffer, width] : {std::pair{&l.k, l.k_width}, {&l.v, l.v_width}}) {
-                const uint64_t row = static_cast<uint64_t>(width) * value_bytes();
+                const uint64_t row = row_bytes(width);
                 context_->copy(*buffer, *buffer, static_cast<uint64_t>(n_positions) * row,
                                static_cast<uint64_t>(from * block) * row,
                                static_cast<uint64_t>(to * block) * row);
@@ -225,7 +234,8 @@ class VulkanBackend final : public Backend {
         Buffer k, v;  // [n_slots][width], f16 pairs or f32
     };
 
-    uint64_t value_bytes() const { return f16_cache_ ? 2 : 4; }
+    // Bytes of a cache row of `width` values.
+    uint64_t row_bytes(int64_t width) const { return row_size(options_.kv.type, width); }
 
     // A timestamp pool of at least n slots; false where the device's queue cannot time (the
     // trace then has no per-op lines).
@@ -378,7 +388,6 @@ class VulkanBackend final : public Backend {
     }
 
     void record(vulkan::Commands& c, const Op& op, const Graph& g, const InputLayout& in) {
-        const std::string cache_type = f16_cache_ ? "f16" : "f32";
         switch (op.type) {
             case OpType::GetRows: {
                 const struct {
@@ -442,9 +451,10 @@ class VulkanBackend final : public Backend {
                 const struct {
                     uint32_t n_tokens, k_width, v_width, kv_slots;
                 } push{u32(op.rows), u32(l.k_width), u32(l.v_width), in.kv_slots};
-                dispatch(c, concat("store_kv_", cache_type),
+                dispatch(c, concat("store_kv_", cache_type_),
                          {&buffer(op.src0), &buffer(op.src1), &inputs_, &l.k, &l.v}, push,
-                         per_64(uint64_t{push.n_tokens} * (push.k_width + push.v_width) / 2));
+                         per_64(uint64_t{push.n_tokens} * (push.k_width + push.v_width) /
+                                (cache_type_ == "q8_0" ? 64 : 2)));
                 return;
             }
             case OpType::Attention: {
@@ -457,7 +467,7 @@ class VulkanBackend final : public Backend {
                 } push{u32(a.n_head), u32(a.n_head_kv), u32(a.head_dim_k), u32(a.head_dim_v),
                        a.scale,       a.softcap,        u32(a.window),     u32(g.kv_block_size),
                        in.positions,  in.sequence,      in.table_begin,    in.table_blocks};
-                dispatch(c, concat("attention_", cache_type),
+                dispatch(c, concat("attention_", cache_type_),
                          {&buffer(op.src0), &buffer(op.dst), &inputs_, &l.k, &l.v}, push,
                          static_cast<uint64_t>(op.rows * a.n_head));
                 return;
@@ -496,7 +506,7 @@ class VulkanBackend final : public Backend {
 
     BackendOptions options_;
     std::shared_ptr<vulkan::Context> context_;  // shared by the backends on the device
-    bool f16_cache_ = true;
+    std::string cache_type_;           // "f16", "f32", "q8_0": the store_kv and attention variants
     bool row_per_invocation_ = false;  // the products' shader: matmul_rows, else matmul_vec
     std::vector<CacheLayer> cache_;    // per cache layer
     uint64_t cache_bytes_ = 0;

@@ -1,6 +1,7 @@
 // Starts `minfer serve` on a free port for a test file and stops it afterwards.
 // The binary is build/release/minfer (MINFER_BINARY overrides), the fixtures ../shared/fixtures
 // (MINFER_SHARED overrides); without fixtures a test skips, and fails when CI=true.
+// MINFER_SERVE_DEVICE=vulkan (or any --device value) runs every server on that device.
 
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -23,7 +24,8 @@ export function fixture(t, relative) {
 
 // Runs `minfer serve MODEL ARGS... --port 0` and resolves once it serves.
 export async function startServer(model, args = [], { env = {} } = {}) {
-  const proc = spawn(binary, ["serve", model, "--port", "0", ...args], {
+  const device = process.env.MINFER_SERVE_DEVICE ? ["--device", process.env.MINFER_SERVE_DEVICE] : [];
+  const proc = spawn(binary, ["serve", model, "--port", "0", ...device, ...args], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });

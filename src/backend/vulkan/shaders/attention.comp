@@ -1,5 +1,6 @@
 #version 450
-// Attention of query head h of token t over the positions its sequence has cached: one
+// Attention of query head h of token t over the positions its sequence has cached (the cache f32,
+// f16 with F16_CACHE, q8_0 with Q8_CACHE): one
 // workgroup per (token, head), over the positions first .. pos (first = pos - window + 1 with a
 // window) in chunks of 64: invocation i scores position base + i (scale * q·k, soft-capped), then
 // every invocation folds the chunk into a running maximum, sum and weighted sum of V (online
@@ -32,8 +33,22 @@ layout(push_constant) uniform Shape {
     uint table_blocks;
 } p;
 
+#ifdef Q8_CACHE
+// Value i of a q8_0 cache layer (rows of whole 34-byte blocks of 32): d (f16) times q.
+uint cache_byte(uint o, bool is_k) {
+    return ((is_k ? k_cache[o >> 2] : v_cache[o >> 2]) >> (8u * (o & 3u))) & 0xFFu;
+}
+float q8_value(uint i, bool is_k) {
+    const uint block = (i >> 5) * 34u;
+    const float d = unpackHalf2x16(cache_byte(block, is_k) | (cache_byte(block + 1u, is_k) << 8)).x;
+    return float(bitfieldExtract(int(cache_byte(block + 2u + (i & 31u), is_k)), 0, 8)) * d;
+}
+#endif
+
 float k_value(uint i) {
-#ifdef F16_CACHE
+#if defined(Q8_CACHE)
+    return q8_value(i, true);
+#elif defined(F16_CACHE)
     const vec2 pair = unpackHalf2x16(k_cache[i >> 1]);
     return (i & 1u) == 0u ? pair.x : pair.y;
 #else
@@ -41,7 +56,9 @@ float k_value(uint i) {
 #endif
 }
 float v_value(uint i) {
-#ifdef F16_CACHE
+#if defined(Q8_CACHE)
+    return q8_value(i, false);
+#elif defined(F16_CACHE)
     const vec2 pair = unpackHalf2x16(v_cache[i >> 1]);
     return (i & 1u) == 0u ? pair.x : pair.y;
 #else
