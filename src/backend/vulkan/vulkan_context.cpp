@@ -14,7 +14,7 @@ namespace minfer::vulkan {
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
     if (this != &other) {
-        this->~Buffer();
+        release();
         device_ = std::exchange(other.device_, VK_NULL_HANDLE);
         buffer_ = std::exchange(other.buffer_, VK_NULL_HANDLE);
         memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
@@ -26,6 +26,10 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 }
 
 Buffer::~Buffer() {
+    release();
+}
+
+void Buffer::release() {
     if (device_ == VK_NULL_HANDLE) return;
     if (mapped_ != nullptr) vkUnmapMemory(device_, memory_);
     if (buffer_ != VK_NULL_HANDLE) vkDestroyBuffer(device_, buffer_, nullptr);
@@ -42,7 +46,7 @@ Buffer::~Buffer() {
 
 Pipeline& Pipeline::operator=(Pipeline&& other) noexcept {
     if (this != &other) {
-        this->~Pipeline();
+        release();
         device_ = std::exchange(other.device_, VK_NULL_HANDLE);
         set_layout_ = std::exchange(other.set_layout_, VK_NULL_HANDLE);
         layout_ = std::exchange(other.layout_, VK_NULL_HANDLE);
@@ -54,6 +58,10 @@ Pipeline& Pipeline::operator=(Pipeline&& other) noexcept {
 }
 
 Pipeline::~Pipeline() {
+    release();
+}
+
+void Pipeline::release() {
     if (device_ == VK_NULL_HANDLE) return;
     if (pipeline_ != VK_NULL_HANDLE) vkDestroyPipeline(device_, pipeline_, nullptr);
     if (layout_ != VK_NULL_HANDLE) vkDestroyPipelineLayout(device_, layout_, nullptr);
@@ -65,7 +73,7 @@ Pipeline::~Pipeline() {
 
 TimestampPool& TimestampPool::operator=(TimestampPool&& other) noexcept {
     if (this != &other) {
-        this->~TimestampPool();
+        release();
         device_ = std::exchange(other.device_, VK_NULL_HANDLE);
         pool_ = std::exchange(other.pool_, VK_NULL_HANDLE);
         count_ = std::exchange(other.count_, 0);
@@ -75,6 +83,10 @@ TimestampPool& TimestampPool::operator=(TimestampPool&& other) noexcept {
 }
 
 TimestampPool::~TimestampPool() {
+    release();
+}
+
+void TimestampPool::release() {
     if (pool_ != VK_NULL_HANDLE) vkDestroyQueryPool(device_, pool_, nullptr);
     pool_ = VK_NULL_HANDLE;
 }

@@ -42,6 +42,7 @@ class Buffer {
 
   private:
     friend class Context;
+    void release();  // frees what it holds; empty after
     VkDevice device_ = VK_NULL_HANDLE;
     VkBuffer buffer_ = VK_NULL_HANDLE;
     VkDeviceMemory memory_ = VK_NULL_HANDLE;
@@ -62,6 +63,7 @@ class Pipeline {
   private:
     friend class Context;
     friend class Commands;
+    void release();  // frees what it holds; empty after
     VkDevice device_ = VK_NULL_HANDLE;
     VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
     VkPipelineLayout layout_ = VK_NULL_HANDLE;
@@ -86,6 +88,7 @@ class TimestampPool {
   private:
     friend class Context;
     friend class Commands;
+    void release();  // frees what it holds; empty after
     VkDevice device_ = VK_NULL_HANDLE;
     VkQueryPool pool_ = VK_NULL_HANDLE;
     uint32_t count_ = 0;
