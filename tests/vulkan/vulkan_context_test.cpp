@@ -151,6 +151,26 @@ std::vector<float> run_mat_vec(vulkan::Context& c, const std::string& shader, Gg
     return y;
 }
 
+// y [n_tokens][n_out] against double-precision dot products of the weights' values w [n_out][n_in]
+// with x [n_tokens][n_in]: the GPU sums in f32 in another order, so within a few f32 roundings of
+// the sum of |products|.
+void expect_products(const std::vector<float>& y, const std::vector<float>& w,
+                     const std::vector<float>& x, int64_t n_in, int64_t n_out, int64_t n_tokens) {
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t r = 0; r < n_out; ++r) {
+            double dot = 0, magnitude = 0;
+            for (int64_t c = 0; c < n_in; ++c) {
+                const double p = static_cast<double>(w[static_cast<std::size_t>(r * n_in + c)]) *
+                                 x[static_cast<std::size_t>(t * n_in + c)];
+                dot += p;
+                magnitude += std::abs(p);
+            }
+            ASSERT_NEAR(y[static_cast<std::size_t>(t * n_out + r)], dot, 1e-5 * magnitude + 1e-6)
+                << "token " << t << " row " << r;
+        }
+    }
+}
+
 TEST_P(VulkanMatVecTest, MatchesDotProductsOfTheStoredWeights) {
     const auto [type, n_in] = GetParam();
     const int64_t n_out = 300, n_tokens = 11;
@@ -170,21 +190,7 @@ TEST_P(VulkanMatVecTest, MatchesDotProductsOfTheStoredWeights) {
         SCOPED_TRACE(shader);
         const std::vector<float> y =
             run_mat_vec(*context_, shader, type, w, x, n_in, n_out, n_tokens);
-        for (int64_t t = 0; t < n_tokens; ++t) {
-            for (int64_t r = 0; r < n_out; ++r) {
-                double dot = 0, magnitude = 0;
-                for (int64_t c = 0; c < n_in; ++c) {
-                    const double p =
-                        static_cast<double>(values[static_cast<std::size_t>(r * n_in + c)]) *
-                        x[static_cast<std::size_t>(t * n_in + c)];
-                    dot += p;
-                    magnitude += std::abs(p);
-                }
-                ASSERT_NEAR(y[static_cast<std::size_t>(t * n_out + r)], dot,
-                            1e-5 * magnitude + 1e-6)
-                    << "token " << t << " row " << r;
-            }
-        }
+        expect_products(y, values, x, n_in, n_out, n_tokens);
         // The same bits on a second run: the sums' order is fixed by the shader, not the scheduler.
         EXPECT_EQ(run_mat_vec(*context_, shader, type, w, x, n_in, n_out, n_tokens), y);
     }
@@ -244,21 +250,7 @@ TEST_P(VulkanGgmlBlocks, DequantizeAndMultiplyAsGgml) {
     for (const std::string shader : {"matmul_vec", "matmul_rows"}) {
         SCOPED_TRACE(shader);
         const std::vector<float> y = run_mat_vec(c, shader, type, w, x, n_in, n_out, n_tokens);
-        for (int64_t t = 0; t < n_tokens; ++t) {
-            for (int64_t r = 0; r < n_out; ++r) {
-                double dot = 0, magnitude = 0;
-                for (int64_t i = 0; i < n_in; ++i) {
-                    const double p =
-                        static_cast<double>(expected[static_cast<std::size_t>(r * n_in + i)]) *
-                        x[static_cast<std::size_t>(t * n_in + i)];
-                    dot += p;
-                    magnitude += std::abs(p);
-                }
-                ASSERT_NEAR(y[static_cast<std::size_t>(t * n_out + r)], dot,
-                            1e-5 * magnitude + 1e-6)
-                    << "token " << t << " row " << r;
-            }
-        }
+        expect_products(y, expected, x, n_in, n_out, n_tokens);
     }
 }
 
