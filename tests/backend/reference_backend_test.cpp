@@ -231,43 +231,21 @@ TEST_P(ReferenceBackendBatch, BatchedSequencesMatchEachAloneOnTheCpuBackend) {
 
     auto reference = test::make_engine(
         model_path, engine_options(true, GgmlType::F16, /*n_batch=*/16, /*kv_tokens=*/4 * 512));
-    std::vector<std::map<int64_t, std::vector<float>>> rows(n_sequences);  // [seq][pos]
-    std::vector<SeqId> ids;
-    for (std::size_t i = 0; i < n_sequences; ++i) {
-        SequenceParams p;
-        p.prompt.assign(text.begin(), text.begin() + prompt_lengths[i]);
-        p.sampling.temperature = 0.0f;
-        p.n_predict = kPredict;
-        p.ignore_eog = true;
-        p.all_logits = true;
-        p.on_logits = [&rows, i](int64_t pos, std::span<const float> row) {
-            rows[i][pos].assign(row.begin(), row.end());
-        };
-        ids.push_back(reference.engine->submit(std::move(p)));
-    }
-    int steps = 0, most_sampled = 0;
-    while (reference.engine->busy()) {
-        int sampled = 0;
-        for (const auto& e : reference.engine->step()) sampled += e.token >= 0 ? 1 : 0;
-        most_sampled = std::max(most_sampled, sampled);
-        ASSERT_LT(++steps, 100) << "the engine does not finish";
-    }
+    const test::BatchedRun run =
+        test::run_together(*reference.engine, text, prompt_lengths, kPredict);
+    ASSERT_LT(run.steps, test::BatchedRun::kMaxSteps) << "the engine does not finish";
     // The sequences really ran side by side.
-    EXPECT_EQ(most_sampled, static_cast<int>(n_sequences));
+    EXPECT_EQ(run.most_sampled, static_cast<int>(n_sequences));
 
     auto cpu = test::make_engine(model_path, engine_options(false, GgmlType::F16));
     const double tol = golden.tolerance();
     double worst = 0;
     for (std::size_t i = 0; i < n_sequences; ++i) {
         SCOPED_TRACE("sequence " + std::to_string(i));
-        const SequenceResult& r = reference.engine->result(ids[i]);
-        ASSERT_EQ(std::ssize(r.tokens), kPredict);
-        // The prompt and every generated token but the last (which was never evaluated).
-        std::vector<int32_t> tokens(text.begin(), text.begin() + prompt_lengths[i]);
-        tokens.insert(tokens.end(), r.tokens.begin(), r.tokens.end() - 1);
-        const test::LogitRows alone = test::evaluate_all(*cpu.engine, tokens);
-        ASSERT_EQ(rows[i].size(), alone.size());
-        for (const auto& [pos, row] : rows[i]) {
+        ASSERT_EQ(static_cast<int64_t>(run.n_generated[i]), kPredict);
+        const test::LogitRows alone = test::evaluate_all(*cpu.engine, run.evaluated[i]);
+        ASSERT_EQ(run.rows[i].size(), alone.size());
+        for (const auto& [pos, row] : run.rows[i]) {
             const double d = top10_deviation(alone[static_cast<std::size_t>(pos)], row);
             worst = std::max(worst, d);
             EXPECT_LE(d, tol) << "position " << pos;
@@ -276,7 +254,7 @@ TEST_P(ReferenceBackendBatch, BatchedSequencesMatchEachAloneOnTheCpuBackend) {
     std::printf(
         "reference batch %-24s %d steps, max |dlogprob| vs cpu alone %.4f (tolerance "
         "%.4f)\n",
-        golden.model.c_str(), steps, worst, tol);
+        golden.model.c_str(), run.steps, worst, tol);
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, ReferenceBackendBatch,

@@ -27,6 +27,39 @@ LogitRows evaluate_all(Engine& engine, const std::vector<int32_t>& tokens) {
     return rows;
 }
 
+BatchedRun run_together(Engine& engine, const std::vector<int32_t>& text,
+                        const std::vector<std::ptrdiff_t>& lengths, int64_t n_predict) {
+    BatchedRun run;
+    run.rows.resize(lengths.size());
+    std::vector<SeqId> ids;
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+        SequenceParams p;
+        p.prompt.assign(text.begin(), text.begin() + lengths[i]);
+        p.sampling.temperature = 0.0f;
+        p.n_predict = n_predict;
+        p.ignore_eog = true;
+        p.all_logits = true;
+        p.on_logits = [&run, i](int64_t pos, std::span<const float> row) {
+            run.rows[i][pos].assign(row.begin(), row.end());
+        };
+        ids.push_back(engine.submit(std::move(p)));
+    }
+    while (engine.busy()) {
+        int sampled = 0;
+        for (const auto& e : engine.step()) sampled += e.token >= 0 ? 1 : 0;
+        run.most_sampled = std::max(run.most_sampled, sampled);
+        if (++run.steps >= BatchedRun::kMaxSteps) return run;
+    }
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+        const SequenceResult& r = engine.result(ids[i]);
+        std::vector<int32_t> tokens(text.begin(), text.begin() + lengths[i]);
+        if (!r.tokens.empty()) tokens.insert(tokens.end(), r.tokens.begin(), r.tokens.end() - 1);
+        run.evaluated.push_back(std::move(tokens));
+        run.n_generated.push_back(r.tokens.size());
+    }
+    return run;
+}
+
 int32_t argmax(const std::vector<float>& logits) {
     return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }

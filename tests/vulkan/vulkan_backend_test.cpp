@@ -187,33 +187,13 @@ TEST_F(VulkanEngine, BatchedSequencesGetTheBitsEachGetsAlone) {
         const std::vector<std::ptrdiff_t> lengths = {3, 10, 17, 26};
         ASSERT_GE(std::ssize(text), lengths.back());
         auto batched = test::make_engine(model_path, vulkan_options(GgmlType::F16, 16, 4 * 512));
-        std::vector<std::map<int64_t, std::vector<float>>> rows(lengths.size());
-        std::vector<SeqId> ids;
-        for (std::size_t i = 0; i < lengths.size(); ++i) {
-            SequenceParams p;
-            p.prompt.assign(text.begin(), text.begin() + lengths[i]);
-            p.sampling.temperature = 0.0f;
-            p.n_predict = 4;
-            p.ignore_eog = true;
-            p.all_logits = true;
-            p.on_logits = [&rows, i](int64_t pos, std::span<const float> row) {
-                rows[i][pos].assign(row.begin(), row.end());
-            };
-            ids.push_back(batched.engine->submit(std::move(p)));
-        }
-        int steps = 0;
-        while (batched.engine->busy()) {
-            batched.engine->step();
-            ASSERT_LT(++steps, 100);
-        }
+        const test::BatchedRun run = test::run_together(*batched.engine, text, lengths, 4);
+        ASSERT_LT(run.steps, test::BatchedRun::kMaxSteps);
         auto alone = test::make_engine(model_path, vulkan_options(GgmlType::F16, 16));
         for (std::size_t i = 0; i < lengths.size(); ++i) {
-            const SequenceResult& r = batched.engine->result(ids[i]);
-            std::vector<int32_t> tokens(text.begin(), text.begin() + lengths[i]);
-            tokens.insert(tokens.end(), r.tokens.begin(), r.tokens.end() - 1);
-            const test::LogitRows own = test::evaluate_all(*alone.engine, tokens);
-            ASSERT_EQ(rows[i].size(), own.size());
-            for (const auto& [pos, row] : rows[i])
+            const test::LogitRows own = test::evaluate_all(*alone.engine, run.evaluated[i]);
+            ASSERT_EQ(run.rows[i].size(), own.size());
+            for (const auto& [pos, row] : run.rows[i])
                 EXPECT_EQ(row, own[static_cast<std::size_t>(pos)])
                     << "sequence " << i << " position " << pos;
         }

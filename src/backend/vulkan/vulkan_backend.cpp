@@ -23,31 +23,14 @@ namespace {
 
 using vulkan::Buffer;
 
-// The weight types the shaders read (weight_types.glsl; cmake/vulkan_shaders.cmake builds one
-// matmul, expert matmul and get_rows shader for each).
+// Whether the shaders read weights of `type`: cmake/vulkan_shaders.cmake builds a get_rows,
+// matmul and expert matmul shader for each type it lists (weight_types.glsl), so the embedded
+// table is the list.
 bool shader_reads(GgmlType type) {
-    switch (type) {
-        case GgmlType::F32:
-        case GgmlType::F16:
-        case GgmlType::BF16:
-        case GgmlType::Q4_0:
-        case GgmlType::Q4_1:
-        case GgmlType::Q5_0:
-        case GgmlType::Q5_1:
-        case GgmlType::Q8_0:
-        case GgmlType::Q2_K:
-        case GgmlType::Q3_K:
-        case GgmlType::Q4_K:
-        case GgmlType::Q5_K:
-        case GgmlType::Q6_K:
-        case GgmlType::IQ4_NL:
-        case GgmlType::IQ4_XS:
-        case GgmlType::TQ1_0:
-        case GgmlType::TQ2_0:
-            return true;
-        default:
-            return false;
-    }
+    const std::string name = concat("get_rows_", type_name(type));
+    const auto blobs = vulkan::shader_blobs();
+    return std::any_of(blobs.begin(), blobs.end(),
+                       [&](const vulkan::ShaderBlob& b) { return name == b.name; });
 }
 
 // Limits of the shaders (attention.comp, moe_route.comp).
@@ -250,20 +233,6 @@ class VulkanBackend final : public Backend {
             throw UnsupportedError(concat("a batch of ", g.in.n_tokens(),
                                           " tokens is beyond the Vulkan backend: lower -b"));
         for (const Op& op : g.ops) {
-            if (op.weight != nullptr && *op.weight) {
-                const bool float_vector = op.type != OpType::MatMul &&
-                                          op.type != OpType::MoeMatMul &&
-                                          op.type != OpType::GetRows;
-                if (float_vector ? op.weight->type != GgmlType::F32
-                                 : !shader_reads(op.weight->type))
-                    throw UnsupportedError(concat("the Vulkan backend does not read ",
-                                                  type_name(op.weight->type), " weights yet (",
-                                                  op.weight->describe(), "): use --device cpu"));
-                if (op.weight->data.size() > context_->info().max_storage_buffer_bytes)
-                    throw UnsupportedError(concat("weight ", op.weight->describe(),
-                                                  " is larger than ", context_->info().name,
-                                                  " binds at once"));
-            }
             if (op.type == OpType::Attention &&
                 (op.attn.head_dim_k > kMaxHeadDim || op.attn.head_dim_v > kMaxHeadDim))
                 throw UnsupportedError("the Vulkan backend's attention takes heads of at most 256");
@@ -273,8 +242,10 @@ class VulkanBackend final : public Backend {
         }
     }
 
-    // Every weight the graph names, uploaded once in its file layout. What does not fit in the
-    // device's memory is refused before the first byte goes up, with the sizes.
+    // Every weight the graph names, uploaded once in its file layout. A weight the shaders cannot
+    // read or bind, or weights that do not fit in the device's memory, are refused before the
+    // first byte goes up, with the type or the sizes. (Norm weights and biases are f32, which the
+    // graph's validation checked.)
     void upload_weights(const Graph& g) {
         std::vector<const Weight*> missing;
         uint64_t bytes = 0;
@@ -285,8 +256,16 @@ class VulkanBackend final : public Backend {
                     return w->data.data() == op.weight->data.data();
                 }) != missing.end())
                 continue;
+            const Weight& w = *op.weight;
+            if (!shader_reads(w.type))
+                throw UnsupportedError(concat("the Vulkan backend does not read ",
+                                              type_name(w.type), " weights (", w.describe(),
+                                              "): use --device cpu"));
+            if (w.data.size() > context_->info().max_storage_buffer_bytes)
+                throw UnsupportedError(concat("weight ", w.describe(), " is larger than ",
+                                              context_->info().name, " binds at once"));
             missing.push_back(op.weight);
-            bytes += op.weight->data.size();
+            bytes += w.data.size();
         }
         const uint64_t free = context_->memory_budget() -
                               std::min(context_->memory_budget(), context_->device_bytes());
