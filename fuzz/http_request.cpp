@@ -72,7 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             in.messages = chat.messages;
             in.tools = chat.tools;
             in.extra_context = chat.template_kwargs;
-            minfer::chat::jinja::RenderLimits limits;
+            minfer::jinja::RenderLimits limits;
             limits.max_output_bytes = 1 << 20;
             (void)chatml.render(in, limits);
         } else {

@@ -94,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (parsed.is_object()) context = std::move(parsed);
     }
 
-    minfer::chat::jinja::RenderLimits limits;
+    minfer::jinja::RenderLimits limits;
     limits.max_output_bytes = 1 << 20;
     limits.max_work_units = 8 << 20;
     limits.max_steps = 200'000;

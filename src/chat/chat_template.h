@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "chat/jinja_template.h"
 #include "gguf/gguf_metadata.h"
+#include "jinja/jinja_template.h"
 
 namespace minfer::chat {
 

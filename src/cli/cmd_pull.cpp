@@ -55,7 +55,7 @@ void add_pull_command(CLI::App& app) {
         DownloadDisplay display;
         InterruptGuard interrupt;
         InterruptGuard::clear();
-        const hub::ResolvedModel r = hub::resolve_model(*reference, hub::ResolveMode::Refresh,
+        const hub::ResolvedModel r = hub::resolve_model(parsed, hub::ResolveMode::Refresh,
                                                         display.events(&InterruptGuard::flag()));
         display.finish();
         uint64_t size = 0;

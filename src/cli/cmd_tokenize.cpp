@@ -1,7 +1,6 @@
 // `minfer tokenize MODEL (TEXT | -f FILE) [--ids] [--no-bos] [--no-parse-special]` and
 // `minfer detokenize MODEL 1,2,3`: the model's tokenizer on the command line.
 
-#include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -11,6 +10,7 @@
 #include "cli/token_list.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "core/hex_escape.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 
@@ -26,31 +26,11 @@ Tokenizer load_tokenizer(const std::string& model) {
 std::string escape_piece(std::string_view piece) {
     std::string out = "'";
     for (char c : piece) {
-        const auto b = static_cast<unsigned char>(c);
-        switch (c) {
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\'':
-                out += "\\'";
-                break;
-            default:
-                if (b < 0x20 || b == 0x7F) {
-                    char hex[5];
-                    std::snprintf(hex, sizeof(hex), "\\x%02X", b);
-                    out += hex;
-                } else {
-                    out += c;  // UTF-8 bytes pass through; a split character shows as is
-                }
+        if (c == '\\' || c == '\'') {
+            out += '\\';
+            out += c;
+        } else if (!append_control_escape(out, static_cast<unsigned char>(c), HexCase::kUpper)) {
+            out += c;  // UTF-8 bytes pass through; a split character shows as is
         }
     }
     return out + "'";

@@ -29,9 +29,10 @@ std::string default_model() {
 LoadedModel load_model_for_cli(const std::string& reference, bool quiet,
                                const std::optional<std::string>& template_source,
                                const std::atomic<bool>* cancel) {
+    const hub::ModelReference parsed = hub::parse_reference(reference);
     DownloadDisplay display;
     std::optional<InterruptGuard> interrupt;
-    if (cancel == nullptr && hub::looks_remote(reference)) {
+    if (cancel == nullptr && hub::is_remote(parsed)) {
         interrupt.emplace();
         InterruptGuard::clear();
         cancel = &InterruptGuard::flag();
@@ -45,7 +46,7 @@ LoadedModel load_model_for_cli(const std::string& reference, bool quiet,
             bar.update(fraction, "reading weights");
         };
     }
-    LoadedModel loaded = load_model(reference, options);
+    LoadedModel loaded = load_model(parsed, options);
     display.finish();
     bar.finish();
     if (!quiet) {
@@ -62,11 +63,13 @@ LoadedModel load_model_for_cli(const std::string& reference, bool quiet,
 }
 
 std::filesystem::path resolve_model_for_cli(const std::string& reference) {
-    if (!hub::looks_remote(reference)) return resolve_model_path(reference);
+    const hub::ModelReference parsed = hub::parse_reference(reference);
+    if (!hub::is_remote(parsed))
+        return hub::resolve_model(parsed, hub::ResolveMode::CacheFirst, {}).path;
     DownloadDisplay display;
     InterruptGuard interrupt;
     InterruptGuard::clear();
-    const auto resolved = hub::resolve_model(reference, hub::ResolveMode::CacheFirst,
+    const auto resolved = hub::resolve_model(parsed, hub::ResolveMode::CacheFirst,
                                              display.events(&InterruptGuard::flag()));
     display.finish();
     return resolved.path;

@@ -1,20 +1,9 @@
 #include "core/terminal_text.h"
 
+#include "core/hex_escape.h"
 #include "core/utf8.h"
 
 namespace minfer {
-namespace {
-
-constexpr char kHex[] = "0123456789abcdef";
-
-void append_hex_byte(std::string& out, unsigned char byte) {
-    out += "\\x";
-    out += kHex[byte >> 4];
-    out += kHex[byte & 15];
-}
-
-}  // namespace
-
 std::string escape_for_terminal(std::string_view text) {
     std::string out;
     out.reserve(text.size());
@@ -22,23 +11,15 @@ std::string escape_for_terminal(std::string_view text) {
         char32_t cp = 0;
         const std::size_t length = decode_utf8(text, i, cp);
         if (length == 0) {
-            append_hex_byte(out, static_cast<unsigned char>(text[i]));
+            out += "\\x";
+            append_hex(out, static_cast<unsigned char>(text[i]), 2);
             ++i;
             continue;
         }
-        if (cp == '\n') {
-            out += "\\n";
-        } else if (cp == '\r') {
-            out += "\\r";
-        } else if (cp == '\t') {
-            out += "\\t";
-        } else if (cp < 0x20 || cp == 0x7f) {
-            append_hex_byte(out, static_cast<unsigned char>(cp));
-        } else if (cp >= 0x80 && cp <= 0x9f) {
-            out += "\\u00";
-            out += kHex[cp >> 4];
-            out += kHex[cp & 15];
-        } else {
+        if (cp >= 0x80 && cp <= 0x9f) {
+            out += "\\u";
+            append_hex(out, static_cast<uint32_t>(cp), 4);
+        } else if (!append_control_escape(out, cp)) {
             out.append(text.substr(i, length));
         }
         i += length;

@@ -21,28 +21,6 @@ double ms_between(Clock::time_point from, Clock::time_point to) {
 
 }  // namespace
 
-const char* stop_reason_name(StopReason reason) {
-    switch (reason) {
-        case StopReason::EndOfGeneration:
-            return "eog";
-        case StopReason::StopString:
-            return "stop";
-        case StopReason::MaxTokens:
-            return "length";
-        case StopReason::ContextFull:
-            return "context";
-        case StopReason::CacheFull:
-            return "cache";
-        case StopReason::Cancelled:
-            return "interrupted";
-        case StopReason::PromptDone:
-            return "prompt";
-        case StopReason::NoAllowedToken:
-            return "no-token";
-    }
-    return "?";
-}
-
 // A submitted sequence. `tokens` is everything the sequence's KV cache should come to hold: the
 // prompt, then each sampled token once it is to be evaluated. The positions its KV sequence holds
 // (kv.length) are a prefix of it; the rest is evaluated by the coming steps.
@@ -52,17 +30,20 @@ struct Engine::Sequence {
     SeqId kv_seq = 0;
     SequenceParams params;
     std::vector<int32_t> tokens;
-    std::optional<Sampler> sampler;
-    std::optional<StreamingDecoder> decoder;
-    std::optional<StopStringFilter> filter;
-    std::optional<grammar::GrammarMatcher> matcher;
-    grammar::TokenMask allowed;  // the matcher's mask of the step being sampled
-    bool sampled_any = false;    // in decoding: tokens.back() is a sampled token
+    std::optional<SequenceOutput> output;  // sampler, grammar, detokenizer, stop strings
+    bool sampled_any = false;              // in decoding: tokens.back() is a sampled token
     bool cancel_requested = false;
     bool finished = false;
     int64_t next_logits_pos = 0;  // on_logits: rows of positions below were reported
     SequenceResult result;
     Clock::time_point submitted, first_sample;
+
+    // Whether the forward pass computes the logits row of position pos: every position's for
+    // all_logits, else the last one's when the sequence generates.
+    bool wants_logits(int64_t pos) const {
+        return params.all_logits ||
+               (params.generate && pos + 1 == static_cast<int64_t>(tokens.size()));
+    }
 };
 
 // The rows one sequence contributes to a batch.
@@ -70,7 +51,6 @@ struct Engine::BatchEntry {
     Sequence* seq;
     int64_t first_pos;  // its first position (= the KV length before this batch)
     int64_t count;
-    int64_t first_row;  // in the batch
 };
 
 Engine::Engine(std::shared_ptr<const Model> model, std::shared_ptr<const Tokenizer> tokenizer,
@@ -157,17 +137,12 @@ SeqId Engine::submit(SequenceParams params) {
                                 params.grammar->vocabulary().n_vocab(), " tokens, the model has ",
                                 n_vocab));
     auto s = std::make_unique<Sequence>();
-    s->sampler.emplace(params.sampling, static_cast<int32_t>(n_vocab));  // validates
-    if (params.grammar) {
-        s->matcher.emplace(params.grammar);
-        s->allowed = grammar::TokenMask(static_cast<int32_t>(n_vocab));
-    }
+    s->output.emplace(OutputParams{params.sampling, params.grammar, params.stop, params.ignore_eog},
+                      params.prompt, *tokenizer_, static_cast<int32_t>(n_vocab),
+                      arrivals_ + 1);  // validates the sampling parameters
     s->arrival = ++arrivals_;
     s->id = static_cast<SeqId>(s->arrival);
     s->submitted = Clock::now();
-    s->decoder.emplace(*tokenizer_);
-    s->filter.emplace(params.stop);
-    for (const int32_t t : params.prompt) s->sampler->accept(t);
     s->tokens = params.prompt;
 
     if (params.continue_from) {
@@ -230,9 +205,7 @@ std::span<const int32_t> Engine::cached_tokens(SeqId id) const {
 
 void Engine::finish(Sequence& s, StopReason reason, std::vector<SequenceEvent>& events) {
     if (s.finished) return;
-    std::string text;
-    if (!s.filter->matched()) text = s.filter->push(s.decoder->finish());
-    text += s.filter->flush();
+    std::string text = s.output->finish();
     s.result.text += text;
     s.result.stop = reason;
     s.finished = true;
@@ -256,7 +229,7 @@ void Engine::finish(Sequence& s, StopReason reason, std::vector<SequenceEvent>& 
 }
 
 // The next token of `s` from its last row's logits: the checks in the order generation has always
-// made them (end of generation, stop string, the context, the token limit).
+// made them (the token limit, the choice, a stop string, the context, the token limit).
 void Engine::sample(Sequence& s, std::span<const float> logits,
                     std::vector<SequenceEvent>& events) {
     const auto now = Clock::now();
@@ -268,47 +241,22 @@ void Engine::sample(Sequence& s, std::span<const float> logits,
     const auto& p = s.params;
     if (p.n_predict >= 0 && static_cast<int64_t>(s.result.tokens.size()) >= p.n_predict)
         return finish(s, StopReason::MaxTokens, events);
-    std::span<const uint64_t> allowed;
-    if (s.matcher) {
-        // The grammar is complete and nothing may follow: the answer is whole.
-        if (!s.matcher->can_continue()) return finish(s, StopReason::EndOfGeneration, events);
-        try {
-            s.matcher->fill_mask(s.allowed);
-        } catch (const Error& e) {  // the grammar's limits: this sequence ends, the others go on
-            log_warning(concat("sequence ", s.id, ": ", e.what()));
-            return finish(s, StopReason::NoAllowedToken, events);
-        }
-        allowed = s.allowed.words();
-    }
-    const int32_t token = s.sampler->sample(logits, allowed);
-    if (token < 0) return finish(s, StopReason::NoAllowedToken, events);
-    ++s.result.stats.n_generated;
-    if (!p.ignore_eog && tokenizer_->is_eog(token))
-        return finish(s, StopReason::EndOfGeneration, events);
-    bool accepted = true;
-    if (s.matcher) {
-        try {
-            accepted = s.matcher->accept(token);
-        } catch (const Error& e) {
-            log_warning(concat("sequence ", s.id, ": ", e.what()));
-            accepted = false;
-        }
-    }
-    if (!accepted) return finish(s, StopReason::NoAllowedToken, events);
-    s.sampler->accept(token);
-    s.result.tokens.push_back(token);
+    const SequenceOutput::Choice choice = s.output->choose(logits);
+    if (choice.token >= 0) ++s.result.stats.n_generated;
+    if (choice.stop) return finish(s, *choice.stop, events);
+    s.result.tokens.push_back(choice.token);
     SequenceEvent e;
     e.id = s.id;
-    e.token = token;
-    e.text = s.filter->push(s.decoder->feed(token));
+    e.token = choice.token;
+    e.text = s.output->emit(choice.token);
     s.result.text += e.text;
     events.push_back(std::move(e));
-    if (s.filter->matched()) return finish(s, StopReason::StopString, events);
+    if (s.output->stop_string_seen()) return finish(s, StopReason::StopString, events);
     if (static_cast<int64_t>(s.tokens.size()) >= n_ctx_)
         return finish(s, StopReason::ContextFull, events);
     if (p.n_predict >= 0 && static_cast<int64_t>(s.result.tokens.size()) >= p.n_predict)
         return finish(s, StopReason::MaxTokens, events);
-    s.tokens.push_back(token);  // evaluated by the next step
+    s.tokens.push_back(choice.token);  // evaluated by the next step
 }
 
 // Frees the KV blocks of a finished sequence kept for continuation, else of the youngest
@@ -353,9 +301,20 @@ std::vector<SequenceEvent> Engine::step() {
     for (auto& s : sequences_) {
         if (!s->finished && s->cancel_requested) finish(*s, StopReason::Cancelled, events);
     }
-    // The batch: decoding sequences first (one token each), then prompt chunks in arrival order.
-    std::vector<BatchEntry> entries;
     std::vector<BlockCopy> copies;
+    const std::vector<BatchEntry> entries = plan_batch(copies, events);
+    if (entries.empty()) return events;
+    BatchInputs inputs = batch_inputs(entries);
+    for (const BlockCopy& c : copies) backend_->copy_kv_block(c.from, c.to, c.n_positions);
+    backend_->execute(model_->record(std::move(inputs), kv_.block_size(), n_ctx_));
+    hand_out(entries, backend_->logits(), events);
+    return events;
+}
+
+// The batch: decoding sequences first (one token each), then prompt chunks in arrival order.
+std::vector<Engine::BatchEntry> Engine::plan_batch(std::vector<BlockCopy>& copies,
+                                                   std::vector<SequenceEvent>& events) {
+    std::vector<BatchEntry> entries;
     std::vector<Sequence*> preempted;
     int64_t budget = n_batch_;
     const int64_t block = kv_.block_size();
@@ -374,7 +333,7 @@ std::vector<SequenceEvent> Engine::step() {
             if (blocks > kv_.pool().n_blocks()) finish(s, StopReason::CacheFull, events);
             return;
         }
-        entries.push_back(BatchEntry{&s, first, n, 0});
+        entries.push_back(BatchEntry{&s, first, n});
         budget -= n;
     };
     for (auto& s : sequences_) {
@@ -406,15 +365,15 @@ std::vector<SequenceEvent> Engine::step() {
     std::erase_if(entries, [&](const BatchEntry& e) {
         return std::find(preempted.begin(), preempted.end(), e.seq) != preempted.end();
     });
-    if (entries.empty()) return events;
+    return entries;
+}
 
-    // The forward pass.
+BatchInputs Engine::batch_inputs(const std::vector<BatchEntry>& entries) const {
     BatchInputs in;
     in.table_begin.push_back(0);
     int64_t rows = 0;
-    for (BatchEntry& e : entries) {
-        Sequence& s = *e.seq;
-        e.first_row = rows;
+    for (const BatchEntry& e : entries) {
+        const Sequence& s = *e.seq;
         const auto seq_index = static_cast<int32_t>(in.table_begin.size() - 1);
         for (int64_t i = 0; i < e.count; ++i) {
             const int64_t pos = e.first_pos + i;
@@ -422,21 +381,19 @@ std::vector<SequenceEvent> Engine::step() {
             in.positions.push_back(static_cast<int32_t>(pos));
             in.kv_slots.push_back(kv_.slot(s.kv_seq, pos));
             in.sequence.push_back(seq_index);
-            const bool last = pos + 1 == static_cast<int64_t>(s.tokens.size());
-            if (s.params.all_logits || (last && s.params.generate))
-                in.output_rows.push_back(static_cast<int32_t>(rows + i));
+            if (s.wants_logits(pos)) in.output_rows.push_back(static_cast<int32_t>(rows + i));
         }
         const auto table = kv_.block_table(s.kv_seq);
         in.table_blocks.insert(in.table_blocks.end(), table.begin(), table.end());
         in.table_begin.push_back(static_cast<int32_t>(in.table_blocks.size()));
         rows += e.count;
     }
-    for (const BlockCopy& c : copies) backend_->copy_kv_block(c.from, c.to, c.n_positions);
-    const Graph graph = model_->record(std::move(in), block, n_ctx_);
-    backend_->execute(graph);
-    const std::span<const float> logits = backend_->logits();
-    const auto n_vocab = static_cast<std::size_t>(model_->hparams().n_vocab);
+    return in;
+}
 
+void Engine::hand_out(const std::vector<BatchEntry>& entries, std::span<const float> logits,
+                      std::vector<SequenceEvent>& events) {
+    const auto n_vocab = static_cast<std::size_t>(model_->hparams().n_vocab);
     std::size_t output = 0;
     for (const BatchEntry& e : entries) {
         Sequence& s = *e.seq;
@@ -447,10 +404,7 @@ std::vector<SequenceEvent> Engine::step() {
         std::span<const float> last_row;
         for (int64_t i = 0; i < e.count; ++i) {
             const int64_t pos = e.first_pos + i;
-            const bool is_output =
-                s.params.all_logits ||
-                (pos + 1 == static_cast<int64_t>(s.tokens.size()) && s.params.generate);
-            if (!is_output) continue;
+            if (!s.wants_logits(pos)) continue;
             last_row = logits.subspan(output * n_vocab, n_vocab);
             ++output;
             // A preempted sequence computes its rows again: each is reported once.
@@ -466,7 +420,6 @@ std::vector<SequenceEvent> Engine::step() {
             finish(s, StopReason::PromptDone, events);
         }
     }
-    return events;
 }
 
 Graph Engine::graph_for_prompt(std::span<const int32_t> prompt, bool all_logits) const {

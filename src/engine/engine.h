@@ -23,11 +23,10 @@
 #include "backend/backend.h"
 #include "backend/device.h"
 #include "engine/paged_kv_cache.h"
-#include "engine/stop_strings.h"
+#include "engine/sequence_output.h"
+#include "engine/stop_reason.h"
 #include "grammar/compiled_grammar.h"
 #include "model/model.h"
-#include "sampling/sampler.h"
-#include "tokenizer/streaming_decoder.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer {
@@ -59,19 +58,6 @@ struct EngineOptions {
     // one that counts what it is asked).
     std::function<std::unique_ptr<Backend>(const BackendOptions&, ThreadPool&)> make_backend;
 };
-
-enum class StopReason {
-    EndOfGeneration,  // "eog": the model's end-of-generation token
-    StopString,       // "stop": a stop string appeared
-    MaxTokens,        // "length": n_predict tokens
-    ContextFull,      // "context": the sequence reached n_ctx positions
-    CacheFull,        // "cache": the KV pool cannot hold the sequence even alone
-    Cancelled,        // "interrupted": cancel() (Ctrl-C, a client that went away)
-    PromptDone,       // "prompt": a sequence that only evaluates its prompt (score) is done
-    NoAllowedToken,   // "no-token": no token may come next under the grammar (the logit bias bans
-                      // the ones it allows, no token spells what it needs, or it hit its limits)
-};
-const char* stop_reason_name(StopReason reason);
 
 struct SequenceParams {
     std::vector<int32_t> prompt;  // the whole prompt (with a continued sequence, all of it)
@@ -174,11 +160,20 @@ class Engine {
     struct BatchEntry;
     Sequence& at(SeqId id);
     const Sequence& at(SeqId id) const;
+    // Scheduling: which sequences' positions the next forward pass evaluates.
+    std::vector<BatchEntry> plan_batch(std::vector<BlockCopy>& copies,
+                                       std::vector<SequenceEvent>& events);
     bool schedule(Sequence& s, int64_t n, std::vector<BlockCopy>& copies,
                   std::vector<Sequence*>& preempted);
     Sequence* preempt_younger_than(const Sequence& s);
-    void finish(Sequence& s, StopReason reason, std::vector<SequenceEvent>& events);
+    // Batch assembly: the planned positions as one forward pass's inputs.
+    BatchInputs batch_inputs(const std::vector<BatchEntry>& entries) const;
+    // The hand-out: logits rows to on_logits, the next token of each sequence whose evaluated
+    // positions reached its end, its text and its stop.
+    void hand_out(const std::vector<BatchEntry>& entries, std::span<const float> logits,
+                  std::vector<SequenceEvent>& events);
     void sample(Sequence& s, std::span<const float> logits, std::vector<SequenceEvent>& events);
+    void finish(Sequence& s, StopReason reason, std::vector<SequenceEvent>& events);
 
     std::shared_ptr<const Model> model_;
     std::shared_ptr<const Tokenizer> tokenizer_;

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/hex_escape.h"
 
 namespace minfer {
 
@@ -46,10 +47,8 @@ std::string printable_magic(std::span<const std::byte> bytes) {
         if (c >= 0x20 && c < 0x7f) {
             out += static_cast<char>(c);
         } else {
-            static constexpr char kHex[] = "0123456789abcdef";
             out += "\\x";
-            out += kHex[c >> 4];
-            out += kHex[c & 15];
+            append_hex(out, c, 2);
         }
     }
     return out;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/hex_escape.h"
 
 namespace minfer {
 
@@ -138,32 +139,11 @@ std::string format_scalar(GgufType type, uint64_t bits) {
 std::string quote_string(std::string_view s) {
     std::string out = "\"";
     for (const char c : s) {
-        const auto u = static_cast<unsigned char>(c);
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (u < 0x20 || u == 0x7f) {
-                    static constexpr char kHex[] = "0123456789abcdef";
-                    out += "\\x";
-                    out += kHex[u >> 4];
-                    out += kHex[u & 15];
-                } else {
-                    out += c;
-                }
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += c;
+        } else if (!append_control_escape(out, static_cast<unsigned char>(c))) {
+            out += c;
         }
     }
     out += '"';

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/error.h"
+#include "core/hex_escape.h"
 #include "core/utf8.h"
 #include "grammar/grammar.h"
 
@@ -16,13 +17,6 @@ namespace {
 bool is_name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
            c == '_';
-}
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
 }
 
 class Parser {
@@ -275,15 +269,12 @@ class Parser {
         if (pos_ >= s_.size()) fail(concat("the ", where, " is never closed"));
         const char e = s_[pos_++];
         const auto hex = [&](int digits) {
-            char32_t v = 0;
-            for (int i = 0; i < digits; ++i) {
-                const int d = pos_ < s_.size() ? hex_value(s_[pos_]) : -1;
-                if (d < 0)
-                    fail_at(escape,
-                            concat("expected ", digits, " hexadecimal digits after '\\", e, "'"));
-                v = v * 16 + static_cast<char32_t>(d);
-                ++pos_;
-            }
+            const std::optional<uint32_t> read = read_hex(s_, pos_, digits);
+            if (!read)
+                fail_at(escape,
+                        concat("expected ", digits, " hexadecimal digits after '\\", e, "'"));
+            pos_ += static_cast<std::size_t>(digits);
+            const char32_t v = *read;
             if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
                 fail_at(escape, "the escape is not a Unicode scalar value");
             return v;

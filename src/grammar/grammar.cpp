@@ -1,9 +1,9 @@
 #include "grammar/grammar.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "core/error.h"
+#include "core/hex_escape.h"
 #include "core/utf8.h"
 
 namespace minfer::grammar {
@@ -98,22 +98,13 @@ std::vector<CodepointRange> complement(const std::vector<CodepointRange>& ranges
 namespace {
 
 void append_escaped_codepoint(std::string& out, char32_t cp, std::string_view specials) {
-    char buf[16];
-    if (cp == '\n') {
-        out += "\\n";
-    } else if (cp == '\r') {
-        out += "\\r";
-    } else if (cp == '\t') {
-        out += "\\t";
-    } else if (cp < 0x20 || cp == 0x7F) {
-        std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned>(cp));
-        out += buf;
-    } else if (cp < 0x80 && specials.find(static_cast<char>(cp)) != std::string_view::npos) {
+    if (append_control_escape(out, cp, HexCase::kUpper)) return;
+    if (cp < 0x80 && specials.find(static_cast<char>(cp)) != std::string_view::npos) {
         out += '\\';
         out += static_cast<char>(cp);
     } else if (cp >= 0x80 && cp <= 0x9F) {  // C1 controls: invisible in most terminals
-        std::snprintf(buf, sizeof buf, "\\u%04X", static_cast<unsigned>(cp));
-        out += buf;
+        out += "\\u";
+        append_hex(out, static_cast<uint32_t>(cp), 4, HexCase::kUpper);
     } else {
         append_utf8(out, cp);
     }
@@ -125,9 +116,8 @@ void print_literal(std::string& out, std::string_view text) {
     for (std::size_t i = 0; i < text.size();) {
         const std::size_t n = decode_utf8(text, i, cp);
         if (n == 0) {  // cannot happen for parsed grammars, whose literals are valid UTF-8
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02X", static_cast<unsigned char>(text[i]));
-            out += buf;
+            out += "\\x";
+            append_hex(out, static_cast<unsigned char>(text[i]), 2, HexCase::kUpper);
             ++i;
             continue;
         }

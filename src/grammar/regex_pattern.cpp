@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/hex_escape.h"
 #include "core/utf8.h"
 
 namespace minfer::grammar {
@@ -42,13 +43,6 @@ const Ranges& dot_class() {
 const Ranges& any_class() {
     static const Ranges r = normalize({{0, 0x10FFFF}});
     return r;
-}
-
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
 }
 
 class RegexParser {
@@ -211,14 +205,10 @@ class RegexParser {
     }
 
     char32_t parse_hex(int digits) {
-        char32_t v = 0;
-        for (int i = 0; i < digits; ++i) {
-            const int d = at_end() ? -1 : hex_digit(peek());
-            if (d < 0) fail(concat("expected ", digits, " hexadecimal digits"));
-            v = v * 16 + static_cast<char32_t>(d);
-            ++pos_;
-        }
-        return v;
+        const std::optional<uint32_t> v = read_hex(p_, pos_, digits);
+        if (!v) fail(concat("expected ", digits, " hexadecimal digits"));
+        pos_ += static_cast<std::size_t>(digits);
+        return *v;
     }
 
     // After a backslash: a class escape (\d ...) fills `ranges` and returns true; a character
@@ -279,7 +269,7 @@ class RegexParser {
                     cp = 0;
                     int n = 0;
                     while (!at_end() && peek() != '}') {
-                        const int d = hex_digit(peek());
+                        const int d = hex_digit_value(peek());
                         if (d < 0 || ++n > 6) fail("a bad \\u{...} escape");
                         cp = cp * 16 + static_cast<char32_t>(d);
                         ++pos_;

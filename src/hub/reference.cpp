@@ -173,6 +173,10 @@ bool looks_remote(std::string_view text) {
     return false;
 }
 
+bool is_remote(const ModelReference& reference) {
+    return !std::holds_alternative<PathReference>(reference);
+}
+
 ModelReference parse_reference(std::string_view text) {
     if (text.rfind("hf:", 0) == 0) {
         std::string_view body = text.substr(3);

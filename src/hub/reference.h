@@ -52,6 +52,8 @@ std::string to_string(const ModelReference& reference);
 
 // "hf:", "ollama:", "http://", "https://": something fetched rather than a local path.
 bool looks_remote(std::string_view text);
+// The same for a parsed reference: anything but a PathReference.
+bool is_remote(const ModelReference& reference);
 
 // A relative path that is safe to join under a directory: non-empty '/'-separated components,
 // none "." or "..", no leading '/', no backslash, no control character (C0, DEL, C1), valid

@@ -435,35 +435,26 @@ std::optional<ResolvedModel> find_in_cache(const ModelReference& reference,
     return std::nullopt;
 }
 
-ResolvedModel resolve_model(std::string_view reference, const HubSettings& settings,
+ResolvedModel resolve_model(const ModelReference& reference, const HubSettings& settings,
                             ResolveMode mode, const DownloadEvents& events) {
-    const ModelReference ref = parse_reference(reference);
-    if (const auto* p = std::get_if<PathReference>(&ref)) {
+    if (const auto* p = std::get_if<PathReference>(&reference)) {
         ResolvedModel r;
         r.path = resolve_model_path(p->path);
         r.files = {r.path};
         return r;
     }
-    if (const auto* h = std::get_if<HfReference>(&ref))
+    if (const auto* h = std::get_if<HfReference>(&reference))
         return resolve_hf(*h, settings, mode, events);
-    if (const auto* o = std::get_if<OllamaReference>(&ref))
+    if (const auto* o = std::get_if<OllamaReference>(&reference))
         return resolve_ollama(*o, settings, mode, events);
-    return resolve_url(std::get<UrlReference>(ref), settings, mode, events);
+    return resolve_url(std::get<UrlReference>(reference), settings, mode, events);
 }
 
-}  // namespace minfer::hub
-
-namespace minfer::hub {
-
-ResolvedModel resolve_model(std::string_view reference, ResolveMode mode,
+ResolvedModel resolve_model(const ModelReference& reference, ResolveMode mode,
                             const DownloadEvents& events) {
-    if (!looks_remote(reference)) {
-        ResolvedModel r;
-        r.path = resolve_model_path(std::string(reference));
-        r.files = {r.path};
-        return r;
-    }
-    return resolve_model(reference, HubSettings::from_environment(), mode, events);
+    const HubSettings settings =
+        is_remote(reference) ? HubSettings::from_environment() : HubSettings{};
+    return resolve_model(reference, settings, mode, events);
 }
 
 }  // namespace minfer::hub

@@ -35,15 +35,15 @@ struct ResolvedModel {
     bool in_foreign_store = false;             // ollama's own store: read, never changed
 };
 
-// Throws UsageError for a malformed reference, IoError (NetworkError, HttpError) for what could
-// not be fetched, FormatError for a server's bad answer or a checksum mismatch, Cancelled on
-// Ctrl-C. A local path resolves as resolve_model_path does, without touching any cache.
-ResolvedModel resolve_model(std::string_view reference, const HubSettings& settings,
+// Throws IoError (NetworkError, HttpError) for what could not be fetched, FormatError for a
+// server's bad answer or a checksum mismatch, Cancelled on Ctrl-C. A local path resolves as
+// resolve_model_path does, without touching any cache.
+ResolvedModel resolve_model(const ModelReference& reference, const HubSettings& settings,
                             ResolveMode mode, const DownloadEvents& events);
 
 // The same with HubSettings::from_environment(), read only for a remote reference (a local path
 // works whatever the environment says).
-ResolvedModel resolve_model(std::string_view reference, ResolveMode mode,
+ResolvedModel resolve_model(const ModelReference& reference, ResolveMode mode,
                             const DownloadEvents& events);
 
 // The reference's files when they are all in a cache: no request, no change to the usage record.

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/hex_escape.h"
 #include "hub/ascii.h"
 
 namespace minfer::hub {
@@ -96,7 +97,6 @@ std::string resolve_redirect(std::string_view base, std::string_view location) {
 }
 
 std::string percent_encode(std::string_view text, bool keep_slash) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
     std::string out;
     out.reserve(text.size());
     for (char c : text) {
@@ -106,30 +106,22 @@ std::string percent_encode(std::string_view text, bool keep_slash) {
             out += c;
         } else {
             out += '%';
-            out += kHex[u >> 4];
-            out += kHex[u & 15];
+            append_hex(out, u, 2, HexCase::kUpper);
         }
     }
     return out;
 }
 
 std::optional<std::string> percent_decode(std::string_view text) {
-    const auto hex = [](char c) -> int {
-        if (c >= '0' && c <= '9') return c - '0';
-        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-        return -1;
-    };
     std::string out;
     for (std::size_t i = 0; i < text.size(); ++i) {
         if (text[i] != '%') {
             out += text[i];
             continue;
         }
-        if (i + 2 >= text.size()) return std::nullopt;
-        const int hi = hex(text[i + 1]), lo = hex(text[i + 2]);
-        if (hi < 0 || lo < 0) return std::nullopt;
-        const char c = static_cast<char>(hi * 16 + lo);
+        const std::optional<uint32_t> byte = read_hex(text, i + 1, 2);
+        if (!byte) return std::nullopt;
+        const char c = static_cast<char>(*byte);
         if (c == '\0') return std::nullopt;
         out += c;
         i += 2;

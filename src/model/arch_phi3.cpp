@@ -25,9 +25,9 @@ float longrope_attn_factor(const HParams& hp) {
 ModelConfig configure(const GgufMetadata& meta) {
     ModelConfig c{read_hparams(meta, "phi3"), {}};
     LayerConfig layer = uniform_layer_config(c.hp, RopeStyle::kNeox);
-    layer.fused_qkv = true;
-    layer.fused_gate_up = true;
-    layer.scale_query = true;
+    layer.qkv_layout = QkvLayout::kFused;
+    layer.gate_up_layout = GateUpLayout::kFused;
+    layer.attn_scaling = AttnScaling::kQuery;
     layer.attn_window = c.hp.sliding_window;
     layer.rope.attn_factor = longrope_attn_factor(c.hp);
     c.layers.assign(static_cast<std::size_t>(c.hp.n_layer), layer);

@@ -14,11 +14,11 @@ struct LayerWeights {
                                 // [attn_out_width -> n_embd]; slices of attn_qkv if fused
     Weight bq, bk, bv;          // biases [q_width], [kv_width], [v_width] (qkv_bias)
     Weight q_norm, k_norm;      // per-head norms [head_dim_k] (qk_norm)
-    Weight attn_post_norm;      // [n_embd] (post_norms)
+    Weight attn_post_norm;      // [n_embd] (NormPlacement::kPreAndPost)
     Weight ffn_norm;            // [n_embd]
     Weight ffn_gate, ffn_up;    // [n_embd -> n_ff]; slices of ffn_up if fused
     Weight ffn_down;            // [n_ff -> n_embd]
-    Weight ffn_post_norm;       // [n_embd] (post_norms)
+    Weight ffn_post_norm;       // [n_embd] (NormPlacement::kPreAndPost)
     Weight router;              // [n_embd -> n_expert] (experts)
     Weight gate_exps, up_exps;  // [n_embd, n_ff, n_expert] (experts)
     Weight down_exps;           // [n_ff, n_embd, n_expert] (experts)
@@ -29,7 +29,7 @@ LayerWeights bind_layer(WeightBinder& bind, const HParams& hp, const LayerConfig
     LayerWeights l;
     const auto name = [i](const char* suffix) { return concat("blk.", i, ".", suffix); };
     l.attn_norm = bind.vector(name("attn_norm.weight"), hp.n_embd);
-    if (c.fused_qkv) {
+    if (c.qkv_layout == QkvLayout::kFused) {
         const Weight qkv = bind.matrix(name("attn_qkv.weight"), hp.n_embd,
                                        c.q_width() + c.kv_width() + c.v_width());
         l.wq = qkv.rows(0, c.q_width());
@@ -51,7 +51,7 @@ LayerWeights bind_layer(WeightBinder& bind, const HParams& hp, const LayerConfig
         l.k_norm = bind.vector(name("attn_k_norm.weight"), c.head_dim_k);
     }
     l.ffn_norm = bind.vector(name("ffn_norm.weight"), hp.n_embd);
-    if (c.post_norms) {
+    if (c.norms == NormPlacement::kPreAndPost) {
         l.attn_post_norm = bind.vector(name("post_attention_norm.weight"), hp.n_embd);
         l.ffn_post_norm = bind.vector(name("post_ffw_norm.weight"), hp.n_embd);
     }
@@ -63,7 +63,7 @@ LayerWeights bind_layer(WeightBinder& bind, const HParams& hp, const LayerConfig
                                  c.n_expert_used);
         l.down_exps = bind.experts(name("ffn_down_exps.weight"), c.n_ff, hp.n_embd, c.n_expert,
                                    c.n_expert_used);
-    } else if (c.fused_gate_up) {
+    } else if (c.gate_up_layout == GateUpLayout::kFused) {
         const Weight gate_up = bind.matrix(name("ffn_up.weight"), hp.n_embd, 2 * c.n_ff);
         l.ffn_gate = gate_up.rows(0, c.n_ff);
         l.ffn_up = gate_up.rows(c.n_ff, c.n_ff);
@@ -173,7 +173,7 @@ class DecoderGraph final : public ModelGraph {
                                        c.n_head_kv,
                                        c.head_dim_k,
                                        c.head_dim_v,
-                                       c.scale_query ? 1.0f : c.attn_scale,
+                                       c.attn_scaling == AttnScaling::kQuery ? 1.0f : c.attn_scale,
                                        c.attn_softcap,
                                        c.attn_window};
             norm("attn_norm", normed_, residual_, l.attn_norm);
@@ -202,7 +202,8 @@ class DecoderGraph final : public ModelGraph {
                 o.head_dim = c.head_dim_k;
                 o.rope = c.rope;
             }
-            if (c.scale_query) scale("attn_q_scale", layer_, q, c.q_width(), c.attn_scale);
+            if (c.attn_scaling == AttnScaling::kQuery)
+                scale("attn_q_scale", layer_, q, c.q_width(), c.attn_scale);
             Op& store = b_.op(OpType::StoreKv, "kv_store", layer_, kNoBuffer, n_, c.kv_width());
             store.src0 = k;
             store.src1 = v;
@@ -214,7 +215,8 @@ class DecoderGraph final : public ModelGraph {
             attention.attn = attn;
             attention.kv_layer = layer_;
             matmul("attn_output", projected_, attn_out, l.wo, hp_.n_embd);
-            if (c.post_norms) norm("attn_post_norm", projected_, projected_, l.attn_post_norm);
+            if (c.norms == NormPlacement::kPreAndPost)
+                norm("attn_post_norm", projected_, projected_, l.attn_post_norm);
             add_residual("attn_residual");
         }
 
@@ -229,7 +231,8 @@ class DecoderGraph final : public ModelGraph {
                   gate, n_, c.n_ff)
                 .src0 = up;
             matmul("ffn_down", projected_, gate, l.ffn_down, hp_.n_embd);
-            if (c.post_norms) norm("ffn_post_norm", projected_, projected_, l.ffn_post_norm);
+            if (c.norms == NormPlacement::kPreAndPost)
+                norm("ffn_post_norm", projected_, projected_, l.ffn_post_norm);
             add_residual("ffn_residual");
         }
 
@@ -274,7 +277,8 @@ class DecoderGraph final : public ModelGraph {
             sum.src0 = down;
             sum.src1 = weights;
             sum.moe = moe;
-            if (c.post_norms) norm("ffn_post_norm", projected_, projected_, l.ffn_post_norm);
+            if (c.norms == NormPlacement::kPreAndPost)
+                norm("ffn_post_norm", projected_, projected_, l.ffn_post_norm);
             add_residual("ffn_residual");
         }
 

@@ -12,9 +12,9 @@ namespace minfer {
 
 inline LayerConfig gemma_layer_config(const HParams& hp, int64_t n_layer_27b) {
     LayerConfig layer = uniform_layer_config(hp, RopeStyle::kNeox);
-    layer.post_norms = true;
+    layer.norms = NormPlacement::kPreAndPost;
     layer.ffn_act = FfnActivation::kGeluTanh;
-    layer.scale_query = true;
+    layer.attn_scaling = AttnScaling::kQuery;
     const int64_t scale_width = hp.n_layer == n_layer_27b ? hp.n_embd / hp.n_head : hp.head_dim_k;
     layer.attn_scale = 1.0f / std::sqrt(static_cast<float>(scale_width));
     return layer;

@@ -24,6 +24,31 @@ enum class FfnActivation : uint8_t {
     kGeluTanh,  // GELU with the tanh approximation (gemma)
 };
 
+// Where attn_scale is applied.
+enum class AttnScaling : uint8_t {
+    kScores,  // the attention scales Q·K (llama, qwen)
+    kQuery,   // Q is multiplied before attention, in f32, and the attention scales by 1 (as
+              // llama.cpp's gemma and phi3 graphs do)
+};
+
+// How the Q, K and V projections are stored.
+enum class QkvLayout : uint8_t {
+    kSeparate,  // attn_q, attn_k, attn_v
+    kFused,     // one attn_qkv matrix: Q rows, then K, then V (phi3)
+};
+
+// How the gated feed-forward's gate and up projections are stored.
+enum class GateUpLayout : uint8_t {
+    kSeparate,  // ffn_gate, ffn_up
+    kFused,     // ffn_up holds the gate rows, then the up rows (phi3)
+};
+
+// Where the block's RMSNorms sit.
+enum class NormPlacement : uint8_t {
+    kPre,         // attn_norm and ffn_norm on the block inputs
+    kPreAndPost,  // also post_attention_norm and post_ffw_norm on the block outputs (gemma)
+};
+
 struct LayerConfig {
     int64_t n_head = 0;
     int64_t n_head_kv = 0;
@@ -34,14 +59,12 @@ struct LayerConfig {
     float attn_scale = 1.0f;    // multiplies Q·K (1/sqrt(head_dim_k) unless the model says)
     float attn_softcap = 0.0f;  // 0: none; else scores become softcap * tanh(score / softcap)
     int64_t attn_window = 0;    // 0: every earlier position; else only the last attn_window
-    // Q multiplied by attn_scale before attention (in f32, as llama.cpp's gemma and phi3 graphs
-    // do; the attention itself then scales by 1); else the scores are scaled.
-    bool scale_query = false;
-    bool qkv_bias = false;       // attn_{q,k,v}.bias present (qwen2)
-    bool qk_norm = false;        // per-head RMSNorm of Q and K before RoPE (qwen3, gemma3)
-    bool fused_qkv = false;      // one attn_qkv matrix: Q rows, then K, then V (phi3)
-    bool fused_gate_up = false;  // ffn_up holds the gate rows, then the up rows (phi3)
-    bool post_norms = false;     // post_attention_norm, post_ffw_norm on the block outputs (gemma)
+    AttnScaling attn_scaling = AttnScaling::kScores;
+    QkvLayout qkv_layout = QkvLayout::kSeparate;
+    GateUpLayout gate_up_layout = GateUpLayout::kSeparate;
+    NormPlacement norms = NormPlacement::kPre;
+    bool qkv_bias = false;  // attn_{q,k,v}.bias present (qwen2)
+    bool qk_norm = false;   // per-head RMSNorm of Q and K before RoPE (qwen3, gemma3)
     FfnActivation ffn_act = FfnActivation::kSilu;
     // Mixture of experts (n_expert > 0): a router ffn_gate_inp and 3-D expert tensors
     // ffn_{gate,up,down}_exps; n_ff is then the width of one expert.

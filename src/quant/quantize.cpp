@@ -24,44 +24,41 @@ void convert_to_half(const float* x, void* dst, int64_t n) {
     }
 }
 
+// A row of n values (a multiple of kValues) as n / kValues blocks at dst (any address).
+template <int kValues, auto kQuantizeBlock>
+void quantize_block_row(const float* x, void* dst, int64_t n) {
+    quant_detail::quantize_blocks<kValues>(x, dst, n, kQuantizeBlock);
+}
+
+struct RowQuantizerEntry {
+    GgmlType type;
+    RowQuantizer quantize;
+};
+
+// Every type quantize_row produces, with its quantizer.
+constexpr RowQuantizerEntry kRowQuantizers[] = {
+    {GgmlType::F32, convert_to_f32},
+    {GgmlType::F16, convert_to_half<f32_to_f16>},
+    {GgmlType::BF16, convert_to_half<f32_to_bf16>},
+    {GgmlType::Q4_0, quantize_block_row<QK4_0, quant_detail::quantize_block_q4_0>},
+    {GgmlType::Q4_1, quantize_block_row<QK4_1, quant_detail::quantize_block_q4_1>},
+    {GgmlType::Q5_0, quantize_block_row<QK5_0, quant_detail::quantize_block_q5_0>},
+    {GgmlType::Q5_1, quantize_block_row<QK5_1, quant_detail::quantize_block_q5_1>},
+    {GgmlType::Q8_0, quantize_block_row<QK8_0, quant_detail::quantize_block_q8_0>},
+    {GgmlType::Q8_1, quantize_block_row<QK8_1, quant_detail::quantize_block_q8_1>},
+    {GgmlType::Q2_K, quantize_block_row<QK_K, quant_detail::quantize_block_q2_K>},
+    {GgmlType::Q3_K, quantize_block_row<QK_K, quant_detail::quantize_block_q3_K>},
+    {GgmlType::Q4_K, quantize_block_row<QK_K, quant_detail::quantize_block_q4_K>},
+    {GgmlType::Q5_K, quantize_block_row<QK_K, quant_detail::quantize_block_q5_K>},
+    {GgmlType::Q6_K, quantize_block_row<QK_K, quant_detail::quantize_block_q6_K>},
+    {GgmlType::Q8_K, quantize_block_row<QK_K, quant_detail::quantize_block_q8_K>},
+    {GgmlType::IQ4_NL, quantize_block_row<QK4_NL, quant_detail::quantize_block_iq4_nl>},
+};
+
 RowQuantizer row_quantizer(GgmlType type) {
-    using namespace quant_detail;
-    switch (type) {
-        case GgmlType::F32:
-            return convert_to_f32;
-        case GgmlType::F16:
-            return convert_to_half<f32_to_f16>;
-        case GgmlType::BF16:
-            return convert_to_half<f32_to_bf16>;
-        case GgmlType::Q4_0:
-            return quantize_q4_0;
-        case GgmlType::Q4_1:
-            return quantize_q4_1;
-        case GgmlType::Q5_0:
-            return quantize_q5_0;
-        case GgmlType::Q5_1:
-            return quantize_q5_1;
-        case GgmlType::Q8_0:
-            return quantize_q8_0;
-        case GgmlType::Q8_1:
-            return quantize_q8_1;
-        case GgmlType::Q2_K:
-            return quantize_q2_K;
-        case GgmlType::Q3_K:
-            return quantize_q3_K;
-        case GgmlType::Q4_K:
-            return quantize_q4_K;
-        case GgmlType::Q5_K:
-            return quantize_q5_K;
-        case GgmlType::Q6_K:
-            return quantize_q6_K;
-        case GgmlType::Q8_K:
-            return quantize_q8_K;
-        case GgmlType::IQ4_NL:
-            return quantize_iq4_nl;
-        default:
-            return nullptr;
-    }
+    for (const RowQuantizerEntry& entry : kRowQuantizers)
+        if (entry.type == type) return entry.quantize;
+    return nullptr;
 }
 
 RowQuantizer checked_row_quantizer(GgmlType type, int64_t n_per_row) {
@@ -97,6 +94,16 @@ std::size_t quantize_rows(GgmlType type, const float* src, void* dst, int64_t n_
                   n_per_row);
     }
     return static_cast<std::size_t>(n_rows) * bytes_per_row;
+}
+
+void quantize_row_q8_0(const float* x, block_q8_0* y, int64_t n) {
+    quantize_block_row<QK8_0, quant_detail::quantize_block_q8_0>(x, y, n);
+}
+void quantize_row_q8_1(const float* x, block_q8_1* y, int64_t n) {
+    quantize_block_row<QK8_1, quant_detail::quantize_block_q8_1>(x, y, n);
+}
+void quantize_row_q8_K(const float* x, block_q8_K* y, int64_t n) {
+    quantize_block_row<QK_K, quant_detail::quantize_block_q8_K>(x, y, n);
 }
 
 }  // namespace minfer

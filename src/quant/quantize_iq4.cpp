@@ -56,6 +56,8 @@ Fit fit_levels(const float* x, const float* weights, float id) {
     return fit;
 }
 
+}  // namespace
+
 block_iq4_nl quantize_block_iq4_nl(const float* x) {
     float weights[QK4_NL];
     float amax = 0;
@@ -91,12 +93,6 @@ block_iq4_nl quantize_block_iq4_nl(const float* x) {
         y.qs[j] = static_cast<uint8_t>(lo | (hi << 4));
     }
     return y;
-}
-
-}  // namespace
-
-void quantize_iq4_nl(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK4_NL>(x, dst, n, quantize_block_iq4_nl);
 }
 
 }  // namespace minfer::quant_detail

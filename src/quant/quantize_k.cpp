@@ -37,6 +37,8 @@ void pack_2bit(const uint8_t* levels, uint8_t* qs) {
     }
 }
 
+}  // namespace
+
 block_q2_K quantize_block_q2_K(const float* x) {
     uint8_t levels[QK_K];
     uint8_t scratch[16];
@@ -142,6 +144,8 @@ block_q3_K quantize_block_q3_K(const float* x) {
     return y;
 }
 
+namespace {
+
 // Q4_K and Q5_K share everything but the number of levels and the search parameters.
 struct FourFiveBitLevels {
     float d;
@@ -196,6 +200,8 @@ FourFiveBitLevels quantize_levels_q45_K(const float* x, int nmax, float rmin, in
     }
     return r;
 }
+
+}  // namespace
 
 block_q4_K quantize_block_q4_K(const float* x) {
     const FourFiveBitLevels q = quantize_levels_q45_K(x, 15, -1.f, 20);
@@ -301,33 +307,4 @@ block_q8_K quantize_block_q8_K(const float* x) {
     return y;
 }
 
-}  // namespace
-
-void quantize_q2_K(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK_K>(x, dst, n, quantize_block_q2_K);
-}
-void quantize_q3_K(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK_K>(x, dst, n, quantize_block_q3_K);
-}
-void quantize_q4_K(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK_K>(x, dst, n, quantize_block_q4_K);
-}
-void quantize_q5_K(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK_K>(x, dst, n, quantize_block_q5_K);
-}
-void quantize_q6_K(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK_K>(x, dst, n, quantize_block_q6_K);
-}
-void quantize_q8_K(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK_K>(x, dst, n, quantize_block_q8_K);
-}
-
 }  // namespace minfer::quant_detail
-
-namespace minfer {
-
-void quantize_row_q8_K(const float* x, block_q8_K* y, int64_t n) {
-    quant_detail::quantize_q8_K(x, y, n);
-}
-
-}  // namespace minfer

@@ -62,6 +62,8 @@ inline void store_qh(uint8_t (&qh)[4], uint32_t bits) {
 }
 
 // Q4_0: d = max / -8 so that the value of largest magnitude maps to level 0 (-8 * d).
+}  // namespace
+
 block_q4_0 quantize_block_q4_0(const float* x) {
     const float d = signed_absmax(x, QK4_0) / -8;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
@@ -153,36 +155,4 @@ block_q8_1 quantize_block_q8_1(const float* x) {
     return y;
 }
 
-}  // namespace
-
-void quantize_q4_0(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK4_0>(x, dst, n, quantize_block_q4_0);
-}
-void quantize_q4_1(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK4_1>(x, dst, n, quantize_block_q4_1);
-}
-void quantize_q5_0(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK5_0>(x, dst, n, quantize_block_q5_0);
-}
-void quantize_q5_1(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK5_1>(x, dst, n, quantize_block_q5_1);
-}
-void quantize_q8_0(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK8_0>(x, dst, n, quantize_block_q8_0);
-}
-void quantize_q8_1(const float* x, void* dst, int64_t n) {
-    quantize_blocks<QK8_1>(x, dst, n, quantize_block_q8_1);
-}
-
 }  // namespace minfer::quant_detail
-
-namespace minfer {
-
-void quantize_row_q8_0(const float* x, block_q8_0* y, int64_t n) {
-    quant_detail::quantize_q8_0(x, y, n);
-}
-void quantize_row_q8_1(const float* x, block_q8_1* y, int64_t n) {
-    quant_detail::quantize_q8_1(x, y, n);
-}
-
-}  // namespace minfer

@@ -56,7 +56,11 @@ std::shared_ptr<grammar::CompiledGrammar> LoadedModel::compile_grammar(
     return grammar::CompiledGrammar::compile(g, grammar_vocabulary());
 }
 
-LoadedModel load_model(const std::string& reference, const LoadOptions& options) {
+LoadedModel load_model(std::string_view reference, const LoadOptions& options) {
+    return load_model(hub::parse_reference(reference), options);
+}
+
+LoadedModel load_model(const hub::ModelReference& reference, const LoadOptions& options) {
     const hub::ResolvedModel resolved =
         hub::resolve_model(reference, hub::ResolveMode::CacheFirst, options.download);
     const auto start = std::chrono::steady_clock::now();

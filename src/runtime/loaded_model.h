@@ -9,10 +9,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "chat/chat_template.h"
 #include "grammar/compiled_grammar.h"
 #include "hub/download.h"
+#include "hub/reference.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -53,7 +55,10 @@ struct LoadedModel {
 };
 
 // Throws IoError/FormatError for files, what hub::resolve_model throws for remote references
-// (UsageError for a malformed one, Cancelled on Ctrl-C during a download).
-LoadedModel load_model(const std::string& reference, const LoadOptions& options = {});
+// (Cancelled on Ctrl-C during a download).
+LoadedModel load_model(const hub::ModelReference& reference, const LoadOptions& options = {});
+// The same for a reference as typed (a path, hf:..., ollama:..., a URL): UsageError for a
+// malformed one.
+LoadedModel load_model(std::string_view reference, const LoadOptions& options = {});
 
 }  // namespace minfer

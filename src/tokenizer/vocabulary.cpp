@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include "core/error.h"
+#include "core/hex_escape.h"
 #include "core/log.h"
 #include "gguf/gguf_metadata.h"
 
@@ -302,9 +303,8 @@ void check_byte_tokens(const Vocabulary& v, const GgufMetadata& meta) {
     for (int32_t id = 0; id < v.size(); ++id) {
         if (!(v.attrs[id] & attr::kByte)) continue;
         const std::string_view t = v.texts[id];
-        const bool ok = t.size() == 6 && t.substr(0, 3) == "<0x" && t[5] == '>' &&
-                        std::isxdigit(static_cast<unsigned char>(t[3])) &&
-                        std::isxdigit(static_cast<unsigned char>(t[4]));
+        const bool ok =
+            t.size() == 6 && t.substr(0, 3) == "<0x" && t[5] == '>' && read_hex(t, 3, 2);
         if (!ok) {
             throw FormatError(concat(meta.source(), ": token ", id, " has type byte but its text ",
                                      quote_string(t), " is not of the form <0xNN>"));
@@ -315,8 +315,7 @@ void check_byte_tokens(const Vocabulary& v, const GgufMetadata& meta) {
 }  // namespace
 
 uint8_t byte_token_value(std::string_view text) {
-    const auto hex = [](char c) { return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; };
-    return static_cast<uint8_t>(hex(text[3]) * 16 + hex(text[4]));
+    return static_cast<uint8_t>(read_hex(text, 3, 2).value());
 }
 
 Vocabulary Vocabulary::load(const GgufMetadata& meta) {

@@ -55,7 +55,8 @@ TEST(Gemma2Config, SlidingEvenLayersSoftCapsAndQueryScale) {
         const LayerConfig& l = c.layers[i];
         EXPECT_EQ(l.attn_window, i % 2 == 0 ? 4096 : 0) << i;
         EXPECT_EQ(l.attn_softcap, 50.0f);
-        EXPECT_TRUE(l.scale_query && l.post_norms);
+        EXPECT_EQ(l.attn_scaling, AttnScaling::kQuery);
+        EXPECT_EQ(l.norms, NormPlacement::kPreAndPost);
         EXPECT_EQ(l.ffn_act, FfnActivation::kGeluTanh);
         EXPECT_EQ(l.rope.style, RopeStyle::kNeox);
         EXPECT_EQ(l.attn_scale, 1.0f / 16.0f);  // 1 / sqrt(256), the head size
@@ -103,7 +104,9 @@ TEST(Gemma3Config, FiveSlidingLayersPerGlobalOneWithTheirOwnRope) {
         EXPECT_EQ(l.attn_window, global ? 0 : 1024) << i;
         EXPECT_EQ(l.rope.freq_base, global ? 1000000.0f : 10000.0f) << i;
         EXPECT_EQ(l.rope.freq_scale, global ? 0.125f : 1.0f) << i;
-        EXPECT_TRUE(l.qk_norm && l.post_norms && l.scale_query);
+        EXPECT_TRUE(l.qk_norm);
+        EXPECT_EQ(l.norms, NormPlacement::kPreAndPost);
+        EXPECT_EQ(l.attn_scaling, AttnScaling::kQuery);
         EXPECT_EQ(l.attn_softcap, 0.0f);
     }
     EXPECT_EQ(c.final_softcap, 0.0f);
@@ -133,7 +136,9 @@ TEST(Phi3Config, LongRopeAttentionFactorFromTheKeyOrTheOriginalContext) {
                     static_cast<float>(std::sqrt(1.0 + std::log(32.0) / std::log(4096.0))));
     for (const LayerConfig& l : c.layers) {
         EXPECT_EQ(l.attn_window, 262144);
-        EXPECT_TRUE(l.fused_qkv && l.fused_gate_up && l.scale_query);
+        EXPECT_EQ(l.qkv_layout, QkvLayout::kFused);
+        EXPECT_EQ(l.gate_up_layout, GateUpLayout::kFused);
+        EXPECT_EQ(l.attn_scaling, AttnScaling::kQuery);
         EXPECT_FLOAT_EQ(l.attn_scale, 1.0f / std::sqrt(96.0f));
     }
     // The file's own factor wins.
