@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Measures the decode table of the README's Speed section (issue 17) on this machine.
+"""Measures the decode table of docs/speed.md on this machine.
 
 Runs `minfer bench MODEL -p 512 -n 128 -t 2 -r 3` on each model of scripts/make-bench-models.sh
 that is present, in passes (each pass every model once, so that a slow minute of a shared machine
@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-# The rows in the README's order (file names from make-bench-models.sh).
+# The rows in docs/speed.md's order (file names from make-bench-models.sh).
 MODELS = [
     ("Qwen2 0.5B Q4_0", "qwen2-0.5b-q4_0.gguf"),
     ("Qwen2 0.5B Q8_0", "qwen2-0.5b-q8_0.gguf"),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs minfer's whole test suite: the unit and integration tests (release build), the server's
-# tests in Node (tests/server/node) and a short run of every fuzz target.
+# Runs minfer's whole test suite (docs/testing.md): the unit and integration tests (release
+# build), the Vulkan backend's, the server's tests in Node (tests/server/node), the commands of
+# the README and docs/ (scripts/check-docs.py) and a short run of every fuzz target.
 # Run scripts/setup.sh first. FUZZ_SECONDS (default 60 for the GGUF reader, a third of it for the
 # others) shortens or lengthens the fuzz runs.
 set -euo pipefail
@@ -15,6 +16,9 @@ ctest --preset release -L vulkan
 
 echo "== server tests: minfer serve with the real openai npm client, raw sockets, a browser, nginx"
 node --test --test-concurrency=1 tests/server/node/*.test.mjs
+
+echo "== the reader's test: the README's and docs/' commands as written, their links"
+scripts/check-docs.py
 
 echo "== fuzz smoke runs (clang, libFuzzer + ASan + UBSan)"
 cmake --preset fuzz >/dev/null
