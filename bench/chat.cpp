@@ -1,11 +1,14 @@
 // Chat-template speed: parsing a real template, and rendering the fixture's "tools" conversation
-// with it (the prompt is built once per request, so this is latency, not throughput).
+// with it (the prompt is built once per request, so this is latency, not throughput); and how
+// long a hostile template holds a core before a render limit stops it (a model file's template is
+// rendered for every request: each must stop within a second of CPU).
 
 #include <benchmark/benchmark.h>
 
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
+#include "core/error.h"
 #include "core/file_io.h"
 
 namespace {
@@ -36,6 +39,41 @@ void render_tools_case(benchmark::State& state, const char* name) {
     }
     state.SetBytesProcessed(static_cast<int64_t>(bytes));
 }
+
+// One render of a template that never ends by itself, to the error of the limit that stops it.
+void render_hostile(benchmark::State& state, const char* source) {
+    const auto tmpl = minfer::chat::ChatTemplate::parse(source);
+    minfer::chat::ChatInputs in;
+    in.messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "Hi"}])");
+    for (auto _ : state) {
+        try {
+            tmpl.render(in);
+            return state.SkipWithError("the hostile template rendered to its end");
+        } catch (const minfer::Error&) {
+        }
+    }
+}
+
+#define HOSTILE_LOOPS(body) \
+    "{% for a in range(100000) %}{% for b in range(100000) %}" body "{% endfor %}{% endfor %}"
+BENCHMARK_CAPTURE(render_hostile, empty_loops, HOSTILE_LOOPS(""))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(render_hostile, arithmetic, HOSTILE_LOOPS("{% set x = a * b + a - b %}"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(render_hostile, macro_calls,
+                  "{% macro f(x) %}{{ x }}{% endmacro %}" HOSTILE_LOOPS("{% set y = f(b) %}"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(render_hostile, string_work,
+                  "{% set s = 'x' * 1000000 %}{% for i in range(100000) %}{% set t = s[::-1] %}"
+                  "{% set n = 'y' in s %}{% endfor %}")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(render_hostile, list_filters,
+                  "{% set l = range(100000) | list %}{% for i in range(100000) %}"
+                  "{% set t = l | sort | reverse | join(',') %}{% endfor %}")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(render_hostile, tojson,
+                  "{% set l = range(100000) | list %}{% for i in range(100000) %}"
+                  "{% set t = l | tojson %}{% endfor %}")
+    ->Unit(benchmark::kMillisecond);
 
 BENCHMARK_CAPTURE(parse_template, qwen2_5, "Qwen-Qwen2.5-7B-Instruct.jinja");
 BENCHMARK_CAPTURE(parse_template, command_r7b,

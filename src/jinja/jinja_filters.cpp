@@ -2,6 +2,7 @@
 // jinja2 implements as generators (map, select, unique, ...) return an IteratorObject.
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +69,8 @@ Value get_attribute_path(const Value& item, const Value& attribute) {
 
 std::vector<Value> sorted_values(std::vector<Value> items, bool reverse, bool case_sensitive,
                                  const std::optional<Value>& attribute) {
+    // A sort compares about n log2 n times; the filter call charged n items already.
+    charge_work(items.size() * kWorkUnitsPerItem * std::bit_width(items.size()));
     std::vector<std::pair<Value, Value>> keyed;
     keyed.reserve(items.size());
     for (Value& item : items) {

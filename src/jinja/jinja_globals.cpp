@@ -47,7 +47,7 @@ Value g_range(Interpreter& interp, CallArgs& args) {
     }
     if (count > kMaxRange)
         throw EvalError("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-    interp.budget().charge(count);
+    interp.budget().charge(count * kWorkUnitsPerItem);
     std::vector<Value> items;
     items.reserve(static_cast<std::size_t>(count));
     for (int64_t i = 0; i < static_cast<int64_t>(count); ++i)

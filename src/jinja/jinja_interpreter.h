@@ -24,9 +24,14 @@ class TemplateError : public Error {
 
 struct RenderLimits {
     std::size_t max_output_bytes = std::size_t{64} << 20;
-    uint64_t max_work_units = uint64_t{512} << 20;  // work: bytes and items made or processed
-    uint64_t max_steps = 50'000'000;                // statements, expressions, loop iterations
-    int max_call_depth = 200;                       // nested macro calls
+    // Work: bytes of strings and items of lists (jinja_ops.h's kWorkUnitsPerItem each) made or
+    // processed. Both this and the steps are sized to stop a hostile template within about half
+    // a second of CPU on a 2-core development VM (bench_chat's render_hostile), while a real
+    // template with a 200-message conversation and tools takes under a tenth of either
+    // (tests/chat/fixture_renders_test.cpp).
+    uint64_t max_work_units = uint64_t{64} << 20;
+    uint64_t max_steps = 2'000'000;  // statements, expressions, loop iterations
+    int max_call_depth = 200;        // nested macro calls
 };
 
 struct RenderOptions {

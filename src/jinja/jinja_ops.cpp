@@ -29,8 +29,8 @@ void charge_work(uint64_t units) {
 
 uint64_t work_size(const Value& v) {
     if (v.is_string()) return v.as_string().size();
-    if (v.is_list()) return v.items().size();
-    if (v.is_dict()) return v.as_dict().size();
+    if (v.is_list()) return v.items().size() * kWorkUnitsPerItem;
+    if (v.is_dict()) return v.as_dict().size() * kWorkUnitsPerItem;
     return 1;
 }
 

@@ -28,7 +28,13 @@ class Budget {
 // thread, so that a template cannot loop over expensive operations for hours within its step
 // limit. Outside a render (a WorkScope) nothing is charged.
 void charge_work(uint64_t units);
-// Size of a value for work accounting: bytes of a string, items of a list or dict, else 1.
+// What one item of a list or dict counts against the work budget, in bytes of string: copying,
+// comparing or printing an item (a Value) costs about what 64 bytes do (bench_chat's
+// render_hostile: list filters in a loop took 80 s of CPU to spend the budget when an item
+// counted as a byte, as long as string work takes at 64).
+inline constexpr uint64_t kWorkUnitsPerItem = 64;
+// Size of a value for work accounting: bytes of a string, kWorkUnitsPerItem per item of a list or
+// dict, else 1.
 uint64_t work_size(const Value& v);
 
 class WorkScope {

@@ -116,5 +116,68 @@ TEST(FixtureRenders, MoreConversationsMatchJinja2) {
     EXPECT_EQ(passed, static_cast<int>(std::size(kVariants)));
 }
 
+// The least value of one limit (max_steps, max_work_units) a render succeeds with: renders
+// succeed from that value up, so a binary search finds it.
+uint64_t least_limit(const ChatTemplate& tmpl, const ChatInputs& in,
+                     uint64_t jinja::RenderLimits::*limit) {
+    uint64_t low = 0, high = jinja::RenderLimits{}.*limit;  // low fails, high succeeds
+    while (high - low > 1) {
+        jinja::RenderLimits limits;
+        limits.*limit = low + (high - low) / 2;
+        try {
+            tmpl.render(in, limits);
+            high = limits.*limit;
+        } catch (const jinja::TemplateError&) {
+            low = limits.*limit;
+        }
+    }
+    return high;
+}
+
+// The step and work budgets stop a hostile template within about half a second of CPU
+// (bench_chat's render_hostile); they must leave every real template room: each fixture
+// template renders a conversation of 200 messages of 2 KB with the fixture's tools (without, for
+// the one template that takes them in another shape) in under a tenth of either.
+TEST(FixtureRenders, LongConversationsUseATenthOfTheBudgets) {
+    MINFER_REQUIRE_FIXTURE(renders_path, "templates/renders.json");
+    const auto renders = nlohmann::ordered_json::parse(read_file(renders_path));
+    ChatInputs in;
+    in.messages = nlohmann::ordered_json::array();
+    for (int i = 0; i < 200; ++i) {
+        in.messages.push_back({{"role", i % 2 == 0 ? "user" : "assistant"},
+                               {"content", std::string(2048, static_cast<char>('a' + i % 26))}});
+    }
+    in.tools = renders.at("cases").at("tools").at("tools");
+    // firefunction-v2 reads the tools as `functions` and the date as `datetime`.
+    in.extra_context = {{"functions", in.tools.dump()}, {"datetime", "2024-07-26 10:30"}};
+    in.add_generation_prompt = true;
+    in.bos_token = "<s>";
+    in.eos_token = "</s>";
+    in.now = parse_clock("2024-07-26T10:30:00");
+    const jinja::RenderLimits defaults;
+    uint64_t most_steps = 0, most_work = 0;
+    for (const auto& [name, cases] : renders.at("templates").items()) {
+        const ChatTemplate tmpl = ChatTemplate::parse(read_file(renders_path.parent_path() / name));
+        ChatInputs conversation = in;
+        try {
+            tmpl.render(conversation);
+        } catch (const jinja::TemplateError&) {  // Command R+ takes its tools in another shape
+            conversation.tools = nullptr;
+        }
+        ASSERT_NO_THROW(tmpl.render(conversation)) << name;
+        const uint64_t steps = least_limit(tmpl, conversation, &jinja::RenderLimits::max_steps);
+        const uint64_t work = least_limit(tmpl, conversation, &jinja::RenderLimits::max_work_units);
+        EXPECT_LE(steps, defaults.max_steps / 10) << name;
+        EXPECT_LE(work, defaults.max_work_units / 10) << name;
+        most_steps = std::max(most_steps, steps);
+        most_work = std::max(most_work, work);
+    }
+    std::printf("the most any fixture template took: %llu steps of %llu, %llu work units of %llu\n",
+                static_cast<unsigned long long>(most_steps),
+                static_cast<unsigned long long>(defaults.max_steps),
+                static_cast<unsigned long long>(most_work),
+                static_cast<unsigned long long>(defaults.max_work_units));
+}
+
 }  // namespace
 }  // namespace minfer::chat

@@ -114,6 +114,20 @@ TEST(JinjaLimits, StepLimitStopsEndlessWork) {
     EXPECT_NE(err.find("step limit"), std::string::npos) << err;
 }
 
+// With the default limits, what a model file's template can make a server do per request is
+// bounded: nested loops of 10^10 iterations stop (bench_chat's render_hostile times them: well
+// under a second of CPU).
+TEST(JinjaLimits, DefaultLimitsStopNestedLoops) {
+    for (const char* body : {"", "{% set x = a * b + a - b %}", "{{ '' }}"}) {
+        const std::string err = render_error(std::string("{% for a in range(100000) %}{% for b in "
+                                                         "range(100000) %}") +
+                                             body + "{% endfor %}{% endfor %}");
+        EXPECT_TRUE(err.find("step limit") != std::string::npos ||
+                    err.find("work budget") != std::string::npos)
+            << err;
+    }
+}
+
 TEST(JinjaLimits, OutputLimit) {
     RenderLimits limits;
     limits.max_output_bytes = 1 << 20;
