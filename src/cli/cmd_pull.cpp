@@ -29,7 +29,9 @@ Hugging Face files go into the Hugging Face cache (HF_HUB_CACHE, else HF_HOME/hu
 ~/.cache/huggingface/hub), shared with huggingface-cli; ollama and URL downloads into
 MINFER_CACHE (else ~/.cache/minfer). A download interrupted (Ctrl-C, a lost connection, a killed
 process) resumes where it stopped. Other commands use a cached model without asking the hub;
-pull asks which commit a branch names now and fetches what changed.
+pull asks which commit a branch names now and fetches what changed. When the hub cannot be
+reached, pull of a cached model says so and succeeds: the cached copy works, only whether a
+newer one exists is unknown.
 
 Environment: HF_ENDPOINT, HF_TOKEN (or huggingface-cli login), HF_HUB_OFFLINE=1 (no request),
 MINFER_OLLAMA_REGISTRY, OLLAMA_MODELS (ollama's own store, used in place), MINFER_CACHE,
@@ -66,8 +68,16 @@ void add_pull_command(CLI::App& app) {
         const std::string detail =
             concat(r.revision_note.empty() ? "" : r.revision_note + ", ", format_mib(size),
                    r.files.size() > 1 ? concat(" in ", r.files.size(), " parts") : "");
-        log_info(concat("minfer: ", r.reference, r.downloaded ? ": pulled (" : ": up to date (",
-                        detail, ")"));
+        if (!r.unchecked.empty()) {
+            // Cached and usable: other commands use it without asking. Only its freshness is
+            // unknown, which is not a failure of the pull.
+            log_warning(concat(r.reference, ": the server could not be reached (", r.unchecked,
+                               "); the cached copy (", detail,
+                               ") is there and works, whether a newer one exists is unknown"));
+        } else {
+            log_info(concat("minfer: ", r.reference, r.downloaded ? ": pulled (" : ": up to date (",
+                            detail, ")"));
+        }
         std::cout << r.path.string() << "\n";
     });
 }

@@ -61,13 +61,12 @@ ResolvedModel finish(const HubSettings& settings, std::string reference,
     return r;
 }
 
-// pull (Refresh) of a reference that is cached, when the server cannot be reached: the error
-// says that other commands still use the cached copy without asking.
-[[noreturn]] void rethrow_unreachable(const NetworkError& e, std::string_view canonical,
-                                      bool cached) {
+// pull (Refresh) when the server cannot be reached: a cached copy is the answer, marked as not
+// checked for a newer one (other commands use it without asking anyway); without one, the error.
+ResolvedModel cached_when_unreachable(const NetworkError& e, std::optional<ResolvedModel> cached) {
     if (!cached) throw e;
-    throw NetworkError(concat(e.what(), " (the cached copy of ", canonical,
-                              " still works: minfer uses it without asking the server)"));
+    cached->unchecked = e.what();
+    return std::move(*cached);
 }
 
 // ---- Hugging Face ----
@@ -130,13 +129,14 @@ ResolvedModel resolve_hf(const HfReference& ref, const HubSettings& settings, Re
         commit = api.commit_of(ref.repo, ref.revision, canonical);
     } catch (const NetworkError& e) {
         // CacheFirst came here because the files are not (all) cached.
-        bool cached = false;
+        std::optional<HfCacheHit> hit;
         try {
-            cached = mode == ResolveMode::Refresh &&
-                     hf_from_cache(ref, canonical, cache, settings).has_value();
+            if (mode == ResolveMode::Refresh) hit = hf_from_cache(ref, canonical, cache, settings);
         } catch (const Error&) {
         }
-        rethrow_unreachable(e, canonical, cached);
+        if (!hit) throw;
+        return cached_when_unreachable(e, finish(settings, canonical, std::move(hit->files), false,
+                                                 concat("commit ", hit->commit.substr(0, 12))));
     }
     auto listing = load_listing(settings.minfer_cache, ref.repo, commit);
     if (!listing) {
@@ -255,7 +255,7 @@ ResolvedModel resolve_ollama(const OllamaReference& ref, const HubSettings& sett
                 throw_for_status(manifest, "the model");
         });
     } catch (const NetworkError& e) {
-        rethrow_unreachable(e, canonical, ollama_from_cache(ref, settings).has_value());
+        return cached_when_unreachable(e, ollama_from_cache(ref, settings));
     }
     OllamaModelLayer layer;
     try {
@@ -401,7 +401,8 @@ ResolvedModel resolve_url(const UrlReference& ref, const HubSettings& settings, 
     } catch (const NotModified&) {
         return finish(settings, ref.url, {file}, false, "unchanged (ETag)");
     } catch (const NetworkError& e) {
-        rethrow_unreachable(e, ref.url, cached);
+        return cached_when_unreachable(
+            e, cached ? std::optional(finish(settings, ref.url, {file}, false, "")) : std::nullopt);
     }
     std::error_code ec;
     write_url_record(record_file, UrlRecord{ref.url, etag, std::filesystem::file_size(file, ec)});

@@ -8,7 +8,8 @@
 //               resolves without any request, so a model pulled once works offline and starts
 //               at once; only what is missing is fetched.
 //   Refresh     (pull): ask the hub which commit the revision names now, the registry for the
-//               manifest, the server whether a URL changed (ETag), and fetch what is new.
+//               manifest, the server whether a URL changed (ETag), and fetch what is new; when
+//               the server cannot be reached, a cached copy is the answer (`unchecked` says so).
 // With HF_HUB_OFFLINE set no request is made in either mode: what is not cached is an error.
 
 #include <cstdint>
@@ -33,6 +34,9 @@ struct ResolvedModel {
     bool downloaded = false;                   // something was fetched in this call
     std::string revision_note;                 // "commit 0123abcd" etc., for pull's message
     bool in_foreign_store = false;             // ollama's own store: read, never changed
+    // Refresh only: the server could not be reached, so this is the cached copy, not checked for
+    // a newer one; says why ("connection refused ..."). Empty when the server answered.
+    std::string unchecked;
 };
 
 // Throws IoError (NetworkError, HttpError) for what could not be fetched, FormatError for a
