@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -11,6 +12,7 @@
 #include "core/file_io.h"
 #include "gguf/split_path.h"
 #include "hub/ascii.h"
+#include "hub/file_lock.h"
 #include "hub/hf_cache.h"
 #include "hub/ollama.h"
 #include "hub/reference.h"
@@ -203,7 +205,31 @@ std::vector<CachedModel> list_cached_models(const HubSettings& settings) {
     return out;
 }
 
-Removal remove_cached_model(std::string_view text, const HubSettings& settings) {
+namespace {
+
+// The download locks of a cached reference's files (hub/download.h holds one from a download's
+// first byte to its rename).
+std::vector<fs::path> download_locks(const ModelReference& ref, const ResolvedModel& hit,
+                                     const HubSettings& settings) {
+    std::vector<fs::path> locks;
+    if (const auto* h = std::get_if<HfReference>(&ref)) {
+        const HfRepoCache cache(settings.hf_cache, h->repo);
+        for (const auto& f : hit.files)
+            locks.push_back(cache.lock_path(fs::path(identity(f)).filename().string()));
+    } else if (std::holds_alternative<OllamaReference>(ref)) {
+        const OllamaStore store(settings.minfer_cache / "ollama");
+        const std::string blob = fs::path(identity(hit.path)).filename().string();  // sha256-HEX
+        locks.push_back(store.lock_path(blob.substr(blob.find('-') + 1)));
+    } else {
+        locks.push_back(hit.path.parent_path() / ".lock");
+    }
+    return locks;
+}
+
+}  // namespace
+
+Removal remove_cached_model(std::string_view text, const HubSettings& settings,
+                            const std::function<void()>& on_wait, const std::atomic<bool>* cancel) {
     const ModelReference ref = parse_reference(text);
     if (std::holds_alternative<PathReference>(ref)) {
         throw UsageError(concat("'", text,
@@ -216,6 +242,19 @@ Removal remove_cached_model(std::string_view text, const HubSettings& settings) 
     if (hit->in_foreign_store) {
         throw UsageError(concat(canonical, ": is in ollama's own store (", hit->path.string(),
                                 "); minfer only reads it: remove it with `ollama rm`"));
+    }
+    // A download of one of these files finishes before they go (it would otherwise rename its
+    // blob into place after the removal).
+    bool waited = false;
+    std::vector<std::unique_ptr<FileLock>> held;
+    for (const fs::path& lock : download_locks(ref, *hit, settings)) {
+        held.push_back(std::make_unique<FileLock>(
+            lock,
+            [&] {
+                if (!waited && on_wait) on_wait();
+                waited = true;
+            },
+            cancel));
     }
 
     // What the other recorded references use: their paths, and the files those lead to.

@@ -3,8 +3,10 @@
 // fetched by huggingface-cli is listed too); the usage record adds the references minfer was
 // given and when each was last used.
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,8 +34,13 @@ struct Removal {
 };
 
 // Removes a reference's files from the cache, except those another recorded reference still
-// uses, and forgets the reference. Never touches ollama's own store or local paths. Throws
-// UsageError for a local path, IoError when the reference is not in the cache.
-Removal remove_cached_model(std::string_view reference, const HubSettings& settings);
+// uses, and forgets the reference. Never touches ollama's own store or local paths. Holds the
+// download lock of each file it removes (the lock a download holds from its first byte to the
+// rename): while another process downloads one of them, calls on_wait once and waits, checking
+// `cancel` (Cancelled when set). A process that has the file mapped (a running serve) keeps its
+// mapping. Throws UsageError for a local path, IoError when the reference is not in the cache.
+Removal remove_cached_model(std::string_view reference, const HubSettings& settings,
+                            const std::function<void()>& on_wait = {},
+                            const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace minfer::hub

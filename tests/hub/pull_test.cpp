@@ -2,9 +2,12 @@
 // (tests/hub/fake_hub.py): every reference form, the cache layout huggingface_hub uses, and a
 // server that misbehaves on purpose.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <thread>
@@ -831,6 +834,37 @@ TEST(HubPull, DefaultModelForRunAndChat) {
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("MINFER_DEFAULT_MODEL: 'hf:../x'"), std::string::npos) << r.err;
     EXPECT_TRUE(hub.requests().empty());
+}
+
+// rm while another process downloads the same blob (here: holds its download lock, as a pull
+// does from its first byte to the rename): rm waits for it, saying so, and removes afterwards,
+// so a finishing download cannot put its blob back after the removal.
+TEST(HubPull, RmWaitsForADownloadOfTheSameFile) {
+    REQUIRE_MODEL_FIXTURES();
+    FakeHub hub(base_config(fx));
+    HubSandbox box(hub);
+    ASSERT_EQ(box.run({"pull", "hf:test/tiny:Q8_0"}).exit_code, 0);
+    const std::string sha = sha256sum(fx.q8);
+    const fs::path blob = fs::path(repo_folder(box)) / "blobs" / sha;
+    const fs::path lock = box.hf_cache() / ".locks" / "models--test--tiny" / (sha + ".lock");
+    fs::create_directories(lock.parent_path());
+    const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+
+    auto child = box.start({"rm", "hf:test/tiny:Q8_0"});
+    EXPECT_TRUE(wait_until([&] { return child->err_so_far().find("waiting") != std::string::npos; },
+                           std::chrono::seconds(20)))
+        << child->err_so_far();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_TRUE(fs::exists(blob));  // nothing removed while the download runs
+
+    ::flock(fd, LOCK_UN);
+    ::close(fd);
+    const auto r = child->wait();
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("removed hf:test/tiny:Q8_0"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(blob));
 }
 
 }  // namespace
