@@ -89,27 +89,6 @@ VulkanDeviceInfo describe(VkPhysicalDevice device, int index) {
 
 }  // namespace
 
-std::string VulkanDeviceInfo::api() const {
-    return concat("Vulkan ", VK_API_VERSION_MAJOR(api_version), ".",
-                  VK_API_VERSION_MINOR(api_version));
-}
-
-std::string VulkanDeviceInfo::features() const {
-    std::string out;
-    const auto add = [&out](bool present, const char* feature) {
-        if (present) out += concat(out.empty() ? "" : " ", feature);
-    };
-    add(float16, "fp16");
-    add(int8, "int8");
-    add(storage_16bit, "16bit-storage");
-    add(storage_8bit, "8bit-storage");
-    add(integer_dot_product, "int-dot");
-    add(cooperative_matrix_khr, "coopmat");
-    add(cooperative_matrix_nv, "coopmat-nv");
-    add(external_memory_host, "host-memory");
-    return out;
-}
-
 VulkanDeviceList list_vulkan_devices() {
     VulkanDeviceList list;
     std::shared_ptr<vulkan::Instance> instance;
