@@ -437,6 +437,7 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
         std::optional<grammar::Grammar> constraint;
         std::string constraint_field;
         std::optional<chat::ToolCallFormat> tool_format;
+        bool calls_only = false;
         if (endpoint == Endpoint::Chat) {
             ChatRequest chat = parse_chat_request(request.body, options_.defaults);
             gen = std::move(chat.gen);
@@ -458,6 +459,8 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
                     throw ApiError(400, e.what(), "tools");
                 }
                 constraint_field = "tools";
+                calls_only = chat.tool_choice.kind == ToolChoice::Kind::Required ||
+                             chat.tool_choice.kind == ToolChoice::Kind::Named;
             }
             opens_reasoning = reasoning && prompt_opens_reasoning(text);
             prompt = tokenize_chat_prompt(m, text);
@@ -534,6 +537,7 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
         };
         if (tool_format) {
             setup.tool_format = tool_format;
+            setup.calls_only = calls_only;
             const auto& special = m.grammar_vocabulary()->special_tokens();
             for (const std::string_view marker : chat::tool_call_markers(*tool_format)) {
                 if (const auto it = special.find(std::string(marker)); it != special.end())

@@ -70,7 +70,9 @@ SplitText CompletionJob::take_calls(int choice, SplitText text, bool at_end, Jso
         parsed.content += rest.content;
         parsed.calls.insert(parsed.calls.end(), rest.calls.begin(), rest.calls.end());
     }
-    text.content = std::move(parsed.content);
+    // Constrained to calls, the only text is call syntax the parser has not taken: a call cut
+    // short.
+    text.content = s_.calls_only ? std::string() : std::move(parsed.content);
     for (chat::ToolCall& call : parsed.calls) {
         call.id = chat::new_tool_call_id(*s_.tool_format);
         calls.push_back(tool_call_json(call, c.tool_calls.size(), /*delta=*/true));

@@ -46,6 +46,10 @@ struct CompletionSetup {
     // Chat with tools: calls are parsed out of each answer in this syntax; the control tokens
     // that are its markers keep their text for the parser.
     std::optional<chat::ToolCallFormat> tool_format;
+    // tool_choice "required" or a named function: the grammar makes the answer calls and
+    // nothing else, so no text goes to `content`, and a call the token budget cut short (the
+    // text left unparsed at the end) is dropped, the choice ending with "length".
+    bool calls_only = false;
     std::vector<int32_t> marker_tokens;
 };
 

@@ -250,6 +250,32 @@ test("tools streamed: the SDK's accumulated message holds the same calls", async
   checkCalls(final.choices[0].message);
 });
 
+// Parallel calls allowed (the default) and a random model that keeps calling until the token
+// budget runs out mid-call: the complete calls come back, the cut one is dropped (finish_reason
+// "length"), and no call syntax ever reaches content, streamed or not.
+test("tools: required calls cut by max_tokens leave no call syntax in content", async (t) => {
+  if (!server) return t.skip();
+  for (let seed = 0; seed < SEEDS; seed++) {
+    const params = {
+      model: "m", messages: [{ role: "user", content: "Weather in Paris?" }], seed, temperature: 1,
+      max_tokens: 300, tools: TOOLS, tool_choice: seed % 2 ? "required" : { type: "function", function: { name: "get_weather" } },
+    };
+    const whole = await client.chat.completions.create(params);
+    const stream = client.beta.chat.completions.stream({ ...params, stream: true });
+    let streamedContent = "";
+    stream.on("content", (delta) => { streamedContent += delta; });
+    const final = await stream.finalChatCompletion();
+    for (const [what, c, content] of [["whole", whole.choices[0], whole.choices[0].message.content ?? ""],
+                                      ["streamed", final.choices[0], streamedContent]]) {
+      assert.equal(content, "", `${what}, seed ${seed}: content ${JSON.stringify(content)}`);
+      assert.ok(["tool_calls", "length"].includes(c.finish_reason), `${what}: ${c.finish_reason}`);
+      assert.ok(c.message.tool_calls?.length >= (c.finish_reason === "tool_calls" ? 1 : 0));
+      if (c.message.tool_calls?.length) checkCalls(c.message);
+    }
+    assert.equal(final.choices[0].message.tool_calls?.length ?? 0, whole.choices[0].message.tool_calls?.length ?? 0);
+  }
+});
+
 test("tools: auto gives text or well-formed calls; none gives text", async (t) => {
   if (!server) return t.skip();
   for (let seed = 0; seed < SEEDS; seed++) {
