@@ -27,8 +27,8 @@ async function startNginx(upstreamPorts) {
   chmodSync(dir, 0o777);  // nginx's workers run as nobody and write their temp files here
   const port = await freePort();
   let conf = readFileSync(path.join(repo, "deploy/nginx.conf"), "utf8");
-  conf = conf.replace("127.0.0.1:8081", `127.0.0.1:${upstreamPorts[0]}`)
-             .replace("127.0.0.1:8082", `127.0.0.1:${upstreamPorts[1]}`)
+  conf = conf.replaceAll("127.0.0.1:8081", `127.0.0.1:${upstreamPorts[0]}`)
+             .replaceAll("127.0.0.1:8082", `127.0.0.1:${upstreamPorts[1]}`)
              .replace("listen 8080;", `listen 127.0.0.1:${port};`)
              .replace("worker_processes auto;", "worker_processes 1;");
   const confPath = path.join(dir, "nginx.conf");
@@ -119,3 +119,38 @@ test("after a replica dies the next requests all succeed", async (t) => {
     await b.stop();
   }
 });
+
+// Busy is not down: a replica whose queue is full answers 503; nginx sends the request to the
+// other replica and does not leave the full one out for fail_timeout (10 s), so it serves again
+// as soon as it has room.
+test("a busy replica sheds to the other and is not ejected", async (t) => {
+  const model = fixture(t, "models/tiny-qwen2-q8_0.gguf");
+  if (!model || !existsSync(nginxPath)) return t.skip();
+  const a = await startServer(model, ["-t", "1", "-np", "1", "--max-queue", "0"]);
+  const b = await startServer(model, ["-t", "1", "-np", "8"]);
+  const lb = await startNginx([new URL(a.url).port, new URL(b.url).port]);
+  try {
+    const messages = [{ role: "user", content: "Hi" }];
+    // a's one sequence is taken by a long stream sent to it directly (nginx does not see it).
+    const direct = new OpenAI({ baseURL: a.url + "/v1", apiKey: "x", maxRetries: 0 });
+    const hog = await direct.chat.completions.create({ model: "m", messages, max_tokens: 30000, ignore_eos: true, stream: true });
+    const hogDone = (async () => { try { for await (const _ of hog) { /* drain */ } } catch { /* cancelled */ } })();
+    const client = new OpenAI({ baseURL: lb.url + "/v1", apiKey: "x", maxRetries: 0 });
+    const ask = () => client.chat.completions.create({ model: "m", messages, max_tokens: 4, ignore_eos: true });
+    const busy = await Promise.all(Array.from({ length: 16 }, ask));
+    assert.equal(busy.length, 16);  // every one answered, though a refused the ones it got
+    await eventually(() => (a.log().match(/" 503 /g) || []).length > 0, 5000, "a 503 from the full replica");
+    hog.controller.abort();
+    await hogDone;
+    // a has room again: within fail_timeout it takes requests (an ejected replica would not).
+    await eventually(async () => {
+      await Promise.all(Array.from({ length: 8 }, ask));
+      return served(a) > 0;
+    }, 8000, "the replica that was full serving again");
+  } finally {
+    await lb.stop();
+    await a.stop();
+    await b.stop();
+  }
+});
+
