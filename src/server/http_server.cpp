@@ -8,6 +8,7 @@
 #include <cctype>
 #include <deque>
 #include <optional>
+#include <utility>
 
 #include "core/error.h"
 
@@ -200,14 +201,17 @@ class Session : public std::enable_shared_from_this<Session> {
     // computed) the end of the connection. `on_data` runs when bytes arrived.
     void watch_read(std::function<void()> on_data) {
         reading_ = true;
-        socket_.async_read_some(buffer_.prepare(4096),
-                                [self = shared_from_this(), on_data = std::move(on_data)](
-                                    error_code ec, std::size_t n) {
-                                    self->reading_ = false;
-                                    if (ec) return self->close();
-                                    self->buffer_.commit(n);
-                                    on_data();
-                                });
+        socket_.async_read_some(buffer_.prepare(4096), [self = shared_from_this(),
+                                                        on_data = std::move(on_data)](
+                                                           error_code ec, std::size_t n) {
+            self->reading_ = false;
+            // Cancelled by finish_response to parse a pipelined request.
+            if (std::exchange(self->resume_parsing_, false) && ec == net::error::operation_aborted)
+                return self->read_header();
+            if (ec) return self->close();
+            self->buffer_.commit(n);
+            on_data();
+        });
     }
 
     void read_header() {
@@ -290,20 +294,29 @@ class Session : public std::enable_shared_from_this<Session> {
         parser_.reset();
         started_ = ending_ = response_done_ = false;
         reply_ = std::make_shared<ReplyImpl>(weak_from_this(), server_.ioc);
-        // Meanwhile, a pending read notices the client leaving (and keeps the session alive).
-        // With a pipelined request already read there is nothing to watch: the session keeps
-        // itself alive until this reply is written.
-        if (buffer_.size() > 0) {
-            hold_ = shared_from_this();
-        } else {
-            watch_read([self = shared_from_this()] {
-                if (!self->response_done_) return;  // a pipelined request: after this one
-                if (self->keep_alive_) return self->read_header();
-                self->linger();
-            });
-        }
+        // The session keeps itself alive until this reply is written, and meanwhile a read
+        // notices the client leaving, whatever is already buffered after this request.
+        hold_ = shared_from_this();
+        watch_client();
         server_.handler(std::move(request), reply_);
     }
+
+    // While a reply is computed: a pending read, whose error (the client closed or reset the
+    // connection) marks the reply gone at once, so its sequence ends at the next engine step.
+    // Bytes it reads are pipelined requests, kept in buffer_ for after this reply; beyond
+    // kPipelineBytes the socket is left unread (TCP pushes back) until the reply is written.
+    void watch_client() {
+        watch_read([self = shared_from_this()] {
+            if (!self->response_done_) {
+                if (self->buffer_.size() < kPipelineBytes) self->watch_client();
+                return;
+            }
+            if (self->keep_alive_) return self->read_header();
+            self->linger();
+        });
+    }
+
+    static constexpr std::size_t kPipelineBytes = 1 << 20;
 
     void enqueue(std::string data) {
         queue_.push_back(std::move(data));
@@ -344,6 +357,13 @@ class Session : public std::enable_shared_from_this<Session> {
             return;
         }
         if (reading_) {
+            if (buffer_.size() > 0) {
+                // A pipelined request is already here: stop the watch read, then parse it.
+                resume_parsing_ = true;
+                error_code ec;
+                socket_.cancel(ec);
+                return;
+            }
             // The watch read now waits for the next request.
             arm(deadline_, server_.limits.idle_timeout);
             return;
@@ -375,6 +395,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::shared_ptr<Session> hold_;  // self, while a pipelined request's reply is computed
     std::deque<std::string> queue_;
     bool reading_ = false;
+    bool resume_parsing_ = false;  // the watch read was cancelled to parse a buffered request
     bool writing_ = false;
     bool keep_alive_ = true;
     bool started_ = false;       // the response's head is queued

@@ -5,6 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { writeFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
+import net from "node:net";
 import path from "node:path";
 import OpenAI from "openai";
 import { fixture, startServer, metrics, eventually } from "./harness.mjs";
@@ -143,3 +144,43 @@ test("chat_template_kwargs reach the template (Qwen3's enable_thinking)", async 
     await server.stop();
   }
 });
+
+// HTTP/1.1 pipelining: a client sends a long generation and, on the same connection, a second
+// request, then goes away. The first request's sequence ends at the next engine step, although
+// the server had already read the second request (it used to keep generating until the first
+// reply was written in full); and a pipelining client that stays gets both answers in order.
+test("a pipelining client that disconnects frees its sequence at once", async (t) => {
+  const model = fixture(t, "models/tiny-qwen2-q8_0.gguf");
+  if (!model) return;
+  const server = await startServer(model, ["--ctx", "32768", "-t", "2"]);
+  const { hostname, port } = new URL(server.url);
+  const request = (maxTokens) => {
+    const body = JSON.stringify({ model: "m", messages, max_tokens: maxTokens, ignore_eos: true });
+    return `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+           `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  };
+  try {
+    const socket = net.connect(Number(port), hostname);
+    await new Promise((resolve) => socket.on("connect", resolve));
+    socket.write(request(30000) + request(2));
+    await eventually(async () => (await metrics(server.url)).minfer_sequences_running === 1, 5000, "the first request to run");
+    socket.destroy();
+    await eventually(async () => (await metrics(server.url)).minfer_sequences_running === 0, 3000,
+                     "the disconnected client's sequence to end");
+
+    // Staying: both replies arrive, in order.
+    const stay = net.connect(Number(port), hostname);
+    const received = [];
+    stay.on("data", (d) => received.push(d));
+    await new Promise((resolve) => stay.on("connect", resolve));
+    stay.write(request(3) + request(2));
+    await eventually(() => (Buffer.concat(received).toString().match(/HTTP\/1\.1 200/g) || []).length === 2, 10000, "two replies");
+    const text = Buffer.concat(received).toString();
+    const usages = [...text.matchAll(/"completion_tokens":(\d+)/g)].map((m) => Number(m[1]));
+    assert.deepEqual(usages, [3, 2]);
+    stay.destroy();
+  } finally {
+    await server.stop();
+  }
+});
+
