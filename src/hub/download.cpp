@@ -7,157 +7,34 @@
 
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
+#include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 #include "core/error.h"
+#include "hub/blob_writer.h"
 #include "hub/file_lock.h"
 
 namespace minfer::hub {
 namespace {
 
 constexpr uint64_t kFreeSpaceMargin = uint64_t{64} << 20;
+// How often a download of unknown size asks for the free space (a statvfs each time).
+constexpr uint64_t kSpaceCheckBytes = uint64_t{16} << 20;
 
 std::string strerror_text(int err) {
     return std::strerror(err);
 }
 
-// Writes on the network thread (as curl -o would) and hashes on a second thread that reads the
-// bytes back from the page cache behind the writer: the network thread does no more work than a
-// plain download, and the hashing (about 1.7 GB/s) overlaps it. The bytes already in the file when
-// a download resumes are simply "written but not hashed yet": the hasher starts with them while
-// the first request goes out. The hasher also asks the kernel to start writing hashed regions to
-// disk (sync_file_range), so that the final fsync waits only for the tail.
-class BlobWriter {
-  public:
-    BlobWriter(int fd, const std::filesystem::path& path, DigestKind kind, uint64_t size_for_git,
-               uint64_t existing)
-        : fd_(fd), path_(path), hasher_(kind, size_for_git), written_(existing) {
-        worker_ = std::thread([this] { run(); });
-    }
+bool is_disk_full(int err) {
+    return err == ENOSPC || err == EDQUOT;
+}
 
-    ~BlobWriter() {
-        {
-            std::lock_guard lock(mutex_);
-            stop_ = true;
-        }
-        wake_.notify_all();
-        worker_.join();
-    }
-
-    BlobWriter(const BlobWriter&) = delete;
-    BlobWriter& operator=(const BlobWriter&) = delete;
-
-    // On the network thread: throws IoError when the disk refuses (full, I/O error).
-    void write(std::span<const std::byte> bytes) {
-        while (!bytes.empty()) {
-            const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0)
-                throw IoError(concat(path_.string(), ": write failed: ", strerror_text(errno)));
-            bytes = bytes.subspan(static_cast<std::size_t>(n));
-            {
-                std::lock_guard lock(mutex_);
-                written_ += static_cast<uint64_t>(n);
-            }
-            wake_.notify_all();
-        }
-    }
-
-    // The server ignored the range: the file and the hash start over.
-    void restart() {
-        std::unique_lock lock(mutex_);
-        idle_.wait(lock, [this] { return !busy_; });
-        if (::ftruncate(fd_, 0) != 0 || ::lseek(fd_, 0, SEEK_SET) != 0)
-            throw IoError(concat(path_.string(), ": cannot truncate: ", strerror_text(errno)));
-        hasher_.reset();
-        written_ = 0;
-        hashed_ = 0;
-        synced_ = 0;
-    }
-
-    uint64_t written() {
-        std::lock_guard lock(mutex_);
-        return written_;
-    }
-
-    // Waits for the hasher to reach the end of the file: the digest of everything written.
-    std::string digest() {
-        std::unique_lock lock(mutex_);
-        idle_.wait(lock, [this] { return (hashed_ == written_ && !busy_) || error_; });
-        if (error_) std::rethrow_exception(error_);
-        return hasher_.finish();
-    }
-
-  private:
-    void run() {
-        std::vector<std::byte> buffer(kReadBytes);
-        std::unique_lock lock(mutex_);
-        for (;;) {
-            wake_.wait(lock, [this] { return stop_ || (hashed_ < written_ && !error_); });
-            if (stop_) return;
-            const uint64_t offset = hashed_;
-            const std::size_t want =
-                static_cast<std::size_t>(std::min<uint64_t>(buffer.size(), written_ - offset));
-            busy_ = true;
-            lock.unlock();
-            try {
-                const ssize_t n = ::pread(fd_, buffer.data(), want, static_cast<off_t>(offset));
-                if (n <= 0 && !(n < 0 && errno == EINTR)) {
-                    throw IoError(concat(path_.string(), ": cannot read back what was written: ",
-                                         n < 0 ? strerror_text(errno) : "end of file"));
-                }
-                if (n > 0) {
-                    hasher_.update(std::span(buffer).first(static_cast<std::size_t>(n)));
-                    lock.lock();
-                    hashed_ += static_cast<uint64_t>(n);
-                    lock.unlock();
-                }
-                start_writeback();
-            } catch (...) {
-                lock.lock();
-                error_ = std::current_exception();
-                lock.unlock();
-            }
-            lock.lock();
-            busy_ = false;
-            idle_.notify_all();
-        }
-    }
-
-    // Starts (does not wait for) the disk writes of what was hashed, a few MiB at a time.
-    void start_writeback() {
-        uint64_t from, to;
-        {
-            std::lock_guard lock(mutex_);
-            from = synced_;
-            to = hashed_;
-            if (to - from < kWritebackBytes) return;
-            synced_ = to;
-        }
-        ::sync_file_range(fd_, static_cast<off_t>(from), static_cast<off_t>(to - from),
-                          SYNC_FILE_RANGE_WRITE);
-    }
-
-    static constexpr std::size_t kReadBytes = std::size_t{256} << 10;  // stays in L2
-    static constexpr uint64_t kWritebackBytes = uint64_t{16} << 20;
-
-    int fd_;
-    std::filesystem::path path_;
-    Hasher hasher_;  // used by the worker, or by others while it is idle
-    std::mutex mutex_;
-    std::condition_variable wake_, idle_;
-    uint64_t written_;     // bytes in the file
-    uint64_t hashed_ = 0;  // bytes hashed, from the start
-    uint64_t synced_ = 0;  // bytes whose writeback was started
-    bool busy_ = false;    // the worker is reading or hashing outside the lock
-    bool stop_ = false;
-    std::exception_ptr error_;
-    std::thread worker_;
-};
+// Bytes free for this user on the file system holding `dir`; nullopt when it cannot be asked.
+std::optional<uint64_t> free_bytes_at(const std::filesystem::path& dir) {
+    struct statvfs fs {};
+    if (::statvfs(dir.c_str(), &fs) != 0) return std::nullopt;
+    return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+}
 
 struct FileDescriptor {
     int fd = -1;
@@ -214,6 +91,13 @@ std::string describe_size(uint64_t bytes) {
     return concat(bytes, " bytes");
 }
 
+// "3.5 MiB (3670016 bytes)": readable, and exact for whoever compares it with a file.
+std::string mebibytes(uint64_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+    return concat(text, " (", bytes, " bytes)");
+}
+
 }  // namespace
 
 std::filesystem::path incomplete_path(const std::filesystem::path& path) {
@@ -226,12 +110,11 @@ void require_free_space(const std::filesystem::path& dir, uint64_t bytes, std::s
     std::error_code ec;
     while (!probe.empty() && !std::filesystem::exists(probe, ec) && probe != probe.parent_path())
         probe = probe.parent_path();
-    struct statvfs fs {};
-    if (::statvfs(probe.c_str(), &fs) != 0) return;  // unknown: let the writes tell
-    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-    if (free_bytes < bytes + kFreeSpaceMargin) {
+    const auto free_bytes = free_bytes_at(probe);
+    if (!free_bytes) return;  // unknown: let the writes tell
+    if (*free_bytes < bytes + kFreeSpaceMargin) {
         throw IoError(concat("not enough disk space in ", dir.string(), " for ", what,
-                             ": it needs ", bytes >> 20, " MiB more and ", free_bytes >> 20,
+                             ": it needs ", bytes >> 20, " MiB more and ", *free_bytes >> 20,
                              " MiB are free (keeping 64 MiB spare)"));
     }
 }
@@ -311,6 +194,17 @@ DownloadResult download_file(HttpClient& client, const TransferPolicy& policy,
         events.on_progress(p);
     };
 
+    // What a full disk leaves: the bytes written so far stay for the next run to resume.
+    const auto disk_full_message = [&](std::string_view condition, uint64_t written) {
+        const std::string needed =
+            size ? concat("it needs ", mebibytes(*size - written), " more")
+                 : std::string("its size was not announced, so how much more it needs is unknown");
+        return concat("stopped downloading ", target.name, ": ", condition, "; ",
+                      mebibytes(written), " are kept in ",
+                      partial.string(), " and the next run resumes there; ", needed,
+                      ": free some space and run the command again");
+    };
+
     const auto fail_verification = [&](const std::string& message) {
         verification_failed = true;
         throw FormatError(message);
@@ -364,6 +258,15 @@ DownloadResult download_file(HttpClient& client, const TransferPolicy& policy,
                 fail_verification(concat(target.name, ": the server sent more than the ", *size,
                                          " bytes announced"));
             }
+            // Without a size nothing could be checked up front: stop while the disk still has
+            // its margin, as a download of known size would have refused to start.
+            if (!size && (base + received) / kSpaceCheckBytes !=
+                             (base + received + bytes.size()) / kSpaceCheckBytes) {
+                const auto free_bytes = free_bytes_at(dir);
+                if (free_bytes && *free_bytes < kFreeSpaceMargin)
+                    throw DiskFull(concat("fewer than 64 MiB are left on the disk holding ",
+                                          dir.string(), ", a margin kept for the system"));
+            }
             writer.write(bytes);
             received += bytes.size();
             result.bytes_received += bytes.size();
@@ -391,6 +294,8 @@ DownloadResult download_file(HttpClient& client, const TransferPolicy& policy,
         if (!size) size = now_written;
     };
 
+    uint64_t final_size = 0;
+    std::string digest;
     try {
         with_retries(
             policy, events.cancel,
@@ -398,9 +303,14 @@ DownloadResult download_file(HttpClient& client, const TransferPolicy& policy,
                 notice(concat(what, "; retrying in ", wait, " s"));
             },
             attempt);
+        // The last bytes may still be on their way to the disk: a full one shows here.
+        final_size = writer.written();
+        digest = writer.digest();
     } catch (const Cancelled&) {
-        throw Cancelled(concat("interrupted; ", writer.written(), " bytes of ", target.name,
+        throw Cancelled(concat("interrupted; ", writer.stop_and_keep(), " bytes of ", target.name,
                                " are kept in ", partial.string(), " and the next run resumes"));
+    } catch (const DiskFull& e) {
+        throw IoError(disk_full_message(e.what(), writer.stop_and_keep()));
     } catch (...) {
         if (verification_failed) {
             std::filesystem::remove(partial, ec);
@@ -413,8 +323,6 @@ DownloadResult download_file(HttpClient& client, const TransferPolicy& policy,
         throw;
     }
 
-    const uint64_t final_size = writer.written();
-    const std::string digest = writer.digest();
     if (size && final_size != *size) {
         std::filesystem::remove(partial, ec);
         throw FormatError(concat(target.name, ": downloaded ", final_size, " bytes, but ", *size,
@@ -427,8 +335,20 @@ DownloadResult download_file(HttpClient& client, const TransferPolicy& policy,
                    target.digest.kind == DigestKind::Sha256 ? "sha256 " : "git blob id ", digest,
                    " but ", target.digest.hex, " was announced; the file was deleted"));
     }
-    if (::fsync(file.fd) != 0)
-        throw IoError(concat(partial.string(), ": fsync failed: ", strerror_text(errno)));
+    if (::fsync(file.fd) != 0) {
+        // File systems that allocate late (ext4, XFS) may only now find the disk full; what the
+        // page cache held may then be lost, so the file cannot be resumed from.
+        const int err = errno;
+        std::filesystem::remove(partial, ec);
+        if (is_disk_full(err)) {
+            throw IoError(concat("stopped downloading ", target.name, ": the disk holding ",
+                                 dir.string(), " filled while it was written out (",
+                                 strerror_text(err), "); the partial file was deleted: free ",
+                                 mebibytes(final_size), " and run the command again"));
+        }
+        throw IoError(concat(partial.string(), ": fsync failed: ", strerror_text(err),
+                             "; the partial file was deleted"));
+    }
     if (::rename(partial.c_str(), target.path.c_str()) != 0) {
         throw IoError(concat("cannot rename ", partial.string(), " to ", target.path.string(), ": ",
                              strerror_text(errno)));

@@ -8,10 +8,11 @@
 //   - the file lock is held from start to rename: a second process waits, then finds the file;
 //   - connection errors, stalls, 5xx and 429 are retried with backoff (with_retries), resuming
 //     where the file ends; Ctrl-C (the cancel flag) stops at once and leaves a resumable file;
-//   - free disk space is checked before any byte is requested.
-// The network thread writes as a plain download would; a second thread hashes the bytes from the
-// page cache right behind it and starts their writeback, so that checking the bytes and making
-// them durable (fsync before the rename) overlap the transfer instead of following it.
+//   - free disk space is checked before any byte is requested, or every 16 MiB when the size is
+//     unknown; a full disk stops the download with a message that says what is kept and needed.
+// The network thread only stages the bytes; a second thread hashes them, writes them and starts
+// their writeback (hub/blob_writer.h), so that checking the bytes and making them durable (fsync
+// before the rename) overlap the transfer instead of following it.
 
 #include <atomic>
 #include <cstdint>

@@ -160,13 +160,23 @@ MinferRun HubSandbox::run(const std::vector<std::string>& args,
     return child->wait(timeout);
 }
 
+MinferRun HubSandbox::run_program(const std::vector<std::string>& argv,
+                                  std::chrono::seconds timeout) const {
+    return start_argv(argv)->wait(timeout);
+}
+
 std::unique_ptr<HubSandbox::Child> HubSandbox::start(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {MINFER_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return start_argv(argv);
+}
+
+std::unique_ptr<HubSandbox::Child> HubSandbox::start_argv(
+    const std::vector<std::string>& argv) const {
     auto child = std::make_unique<Child>();
     const int n = runs_++;
     child->out_ = dir_ / ("out-" + std::to_string(n));
     child->err_ = dir_ / ("err-" + std::to_string(n));
-    std::vector<std::string> argv = {MINFER_BINARY};
-    argv.insert(argv.end(), args.begin(), args.end());
     child->start_ = std::chrono::steady_clock::now();
     child->pid_ = spawn(argv, env, child->out_, child->err_);
     return child;

@@ -63,6 +63,10 @@ class HubSandbox {
     MinferRun run(const std::vector<std::string>& args,
                   std::chrono::seconds timeout = std::chrono::seconds(60)) const;
 
+    // Runs another program (argv[0] a path) in the same environment.
+    MinferRun run_program(const std::vector<std::string>& argv,
+                          std::chrono::seconds timeout = std::chrono::seconds(60)) const;
+
     // A minfer started in the background.
     class Child {
       public:
@@ -83,6 +87,8 @@ class HubSandbox {
     std::unique_ptr<Child> start(const std::vector<std::string>& args) const;
 
   private:
+    std::unique_ptr<Child> start_argv(const std::vector<std::string>& argv) const;
+
     TempDir dir_;
     mutable int runs_ = 0;
 };

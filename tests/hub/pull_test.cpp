@@ -810,6 +810,98 @@ TEST(HubPull, FreeSpaceIsCheckedFirst) {
     EXPECT_TRUE(requests_to(hub, "data").empty());
 }
 
+// A small real file system for the cache: a tmpfs in a user and mount namespace of its own
+// (unshare -rm: no root needed, nothing outside the test sees it). `script` runs inside with
+// "$1" the minfer binary, "$2" the URL to pull, "$3" the file the hub serves; it mounts the
+// tmpfs itself ("$MINFER_CACHE"), so that it can grow it between runs.
+MinferRun run_in_small_file_system(const HubSandbox& box, const std::string& script,
+                                   const std::string& url, const fs::path& source) {
+    return box.run_program({"/usr/bin/unshare", "-rm", "/bin/sh", "-c", script, "sh",
+                            MINFER_BINARY, url, source.string()});
+}
+
+bool can_mount_a_small_file_system() {
+    return std::system("/usr/bin/unshare -rm /bin/sh -c 'mount -t tmpfs -o size=1m none /mnt' "
+                       ">/dev/null 2>&1") == 0;
+}
+
+#define REQUIRE_SMALL_FILE_SYSTEM()                                                      \
+    if (!can_mount_a_small_file_system()) {                                              \
+        if (in_ci()) FAIL() << "unshare -rm cannot mount a tmpfs: no full disk to test"; \
+        GTEST_SKIP() << "unshare -rm cannot mount a tmpfs here (user namespaces off)";   \
+    }
+
+// The disk fills during a download whose size the server does not announce (so nothing could be
+// checked before it started): the pull stops with one message that says what was kept and what
+// is unknown, the partial file stays, and once there is room the next run resumes from it.
+TEST(HubPull, AFullDiskStopsADownloadOfUnknownSizeAndTheNextRunResumes) {
+    REQUIRE_MODEL_FIXTURES();
+    REQUIRE_SMALL_FILE_SYSTEM();
+    json config = base_config(fx);
+    config["urls"]["/files/nolength-Q8_0.gguf"] = {{"source", fx.q8.string()}};
+    // Slower than the disk (8 MB/s), so that the disk fills while the size is still unknown.
+    config["faults"]["/files/nolength-Q8_0.gguf"] = {{"no_length", true}, {"rate", 8000000}};
+    FakeHub hub(config);
+    HubSandbox box(hub);
+    const std::string script = R"(
+        mkdir -p "$MINFER_CACHE" && mount -t tmpfs -o size=2m minfer-test "$MINFER_CACHE" || exit 99
+        "$1" pull "$2"
+        echo "first pull exit $?" >&2
+        find "$MINFER_CACHE" -name '*.incomplete' -printf 'partial file bytes %s\n' >&2
+        mount -o remount,size=16m "$MINFER_CACHE" || exit 99
+        path=$("$1" pull "$2") || exit 1
+        cmp "$path" "$3" >&2 && echo "second pull complete" >&2
+    )";
+    const auto r = run_in_small_file_system(box, script, hub.url() + "/files/nolength-Q8_0.gguf",
+                                            fx.q8);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("first pull exit 1"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is full (No space left on device)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the next run resumes there"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("its size was not announced"), std::string::npos) << r.err;
+    // The partial file holds what was written (most of the 2 MiB), and the second run asked only
+    // for the rest.
+    const std::size_t kept_at = r.err.find("partial file bytes ");
+    ASSERT_NE(kept_at, std::string::npos) << r.err;
+    const uint64_t kept = std::stoull(r.err.substr(kept_at + 19));
+    EXPECT_GT(kept, uint64_t{1} << 20) << r.err;
+    EXPECT_NE(r.err.find("second pull complete"), std::string::npos) << r.err;
+    bool resumed = false;
+    for (const auto& request : requests_to(hub, "api", "nolength"))
+        if (request["range"] == "bytes=" + std::to_string(kept) + "-") resumed = true;
+    EXPECT_TRUE(resumed) << "no request for the bytes after the kept " << kept;
+}
+
+// Without an announced size the margin a sized download keeps (64 MiB) is checked as the bytes
+// arrive: on a 72 MiB file system, a 100 MiB file stops before the disk is full.
+TEST(HubPull, ADownloadOfUnknownSizeKeepsTheFreeSpaceMargin) {
+    REQUIRE_MODEL_FIXTURES();
+    REQUIRE_SMALL_FILE_SYSTEM();
+    TempDir dir;
+    const fs::path big = dir.path() / "big.gguf";
+    { std::ofstream create(big); }
+    fs::resize_file(big, uint64_t{100} << 20);  // sparse: quick to make and to serve
+    json config = base_config(fx);
+    config["urls"]["/files/big.gguf"] = {{"source", big.string()}};
+    config["faults"]["/files/big.gguf"] = {{"no_length", true}};
+    FakeHub hub(config);
+    HubSandbox box(hub);
+    const std::string script = R"(
+        mkdir -p "$MINFER_CACHE" && mount -t tmpfs -o size=72m minfer-test "$MINFER_CACHE" || exit 99
+        "$1" pull "$2"
+        echo "pull exit $?" >&2
+        df -k "$MINFER_CACHE" | awk 'NR == 2 { print "free KiB " $4 }' >&2
+    )";
+    const auto r = run_in_small_file_system(box, script, hub.url() + "/files/big.gguf", big);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("pull exit 1"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("fewer than 64 MiB are left on the disk"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("the next run resumes there"), std::string::npos) << r.err;
+    const std::size_t free_at = r.err.find("free KiB ");
+    ASSERT_NE(free_at, std::string::npos) << r.err;
+    EXPECT_GT(std::stoull(r.err.substr(free_at + 9)), uint64_t{32} << 10) << r.err;
+}
+
 TEST(HubPull, DefaultModelForRunAndChat) {
     REQUIRE_MODEL_FIXTURES();
     FakeHub hub(base_config(fx));
