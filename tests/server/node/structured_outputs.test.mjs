@@ -252,13 +252,16 @@ test("tools streamed: the SDK's accumulated message holds the same calls", async
 
 // Parallel calls allowed (the default) and a random model that keeps calling until the token
 // budget runs out mid-call: the complete calls come back, the cut one is dropped (finish_reason
-// "length"), and no call syntax ever reaches content, streamed or not.
+// "length"), and no call syntax ever reaches content, streamed or not. With parallel_tool_calls
+// false the grammar ends the turn after the first call: exactly one, finish_reason "tool_calls".
 test("tools: required calls cut by max_tokens leave no call syntax in content", async (t) => {
   if (!server) return t.skip();
-  for (let seed = 0; seed < SEEDS; seed++) {
+  for (let round = 0; round < 2 * SEEDS; round++) {
+    const seed = round % SEEDS, parallel = round < SEEDS;
     const params = {
       model: "m", messages: [{ role: "user", content: "Weather in Paris?" }], seed, temperature: 1,
       max_tokens: 300, tools: TOOLS, tool_choice: seed % 2 ? "required" : { type: "function", function: { name: "get_weather" } },
+      ...(parallel ? {} : { parallel_tool_calls: false }),
     };
     const whole = await client.chat.completions.create(params);
     const stream = client.beta.chat.completions.stream({ ...params, stream: true });
@@ -268,8 +271,13 @@ test("tools: required calls cut by max_tokens leave no call syntax in content", 
     for (const [what, c, content] of [["whole", whole.choices[0], whole.choices[0].message.content ?? ""],
                                       ["streamed", final.choices[0], streamedContent]]) {
       assert.equal(content, "", `${what}, seed ${seed}: content ${JSON.stringify(content)}`);
-      assert.ok(["tool_calls", "length"].includes(c.finish_reason), `${what}: ${c.finish_reason}`);
-      assert.ok(c.message.tool_calls?.length >= (c.finish_reason === "tool_calls" ? 1 : 0));
+      if (parallel) {
+        assert.ok(["tool_calls", "length"].includes(c.finish_reason), `${what}: ${c.finish_reason}`);
+        assert.ok(c.message.tool_calls?.length >= (c.finish_reason === "tool_calls" ? 1 : 0));
+      } else {
+        assert.equal(c.finish_reason, "tool_calls", `${what}, seed ${seed}, one call`);
+        assert.equal(c.message.tool_calls?.length, 1, `${what}, seed ${seed}, one call`);
+      }
       if (c.message.tool_calls?.length) checkCalls(c.message);
     }
     assert.equal(final.choices[0].message.tool_calls?.length ?? 0, whole.choices[0].message.tool_calls?.length ?? 0);
@@ -278,15 +286,20 @@ test("tools: required calls cut by max_tokens leave no call syntax in content", 
 
 test("tools: auto gives text or well-formed calls; none gives text", async (t) => {
   if (!server) return t.skip();
-  for (let seed = 0; seed < SEEDS; seed++) {
-    const r = await client.chat.completions.create({
+  for (let round = 0; round < 2 * SEEDS; round++) {
+    const seed = round % SEEDS, streamed = round >= SEEDS;
+    const params = {
       model: "m", messages: [{ role: "user", content: "Hi" }], seed, max_tokens: 120, tools: TOOLS,
-      tool_choice: "auto",
-    });
+      tool_choice: "auto", parallel_tool_calls: seed % 2 === 0,
+    };
+    const r = streamed
+      ? await client.beta.chat.completions.stream({ ...params, stream: true }).finalChatCompletion()
+      : await client.chat.completions.create(params);
     const c = r.choices[0];
     if (c.message.tool_calls?.length) {
-      assert.equal(c.finish_reason, "tool_calls");
+      assert.ok(["tool_calls", "length"].includes(c.finish_reason), c.finish_reason);
       checkCalls(c.message);
+      if (!params.parallel_tool_calls) assert.equal(c.message.tool_calls.length, 1);
     } else {
       assert.ok(!(c.message.content ?? "").includes("<tool_call>"), c.message.content);
     }
