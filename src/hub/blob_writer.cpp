@@ -16,6 +16,10 @@ std::string strerror_text(int err) {
 
 }  // namespace
 
+bool is_disk_full(int err) {
+    return err == ENOSPC || err == EDQUOT;
+}
+
 BlobWriter::BlobWriter(int fd, std::filesystem::path path, DigestKind kind,
                        uint64_t size_for_git, uint64_t existing)
     : fd_(fd),
@@ -184,7 +188,7 @@ void BlobWriter::write_to_file(std::span<const std::byte> bytes) {
     while (!bytes.empty()) {
         const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == ENOSPC || errno == EDQUOT)) {
+        if (n < 0 && is_disk_full(errno)) {
             throw DiskFull(concat("the disk holding ", path_.parent_path().string(), " is full (",
                                   strerror_text(errno), ")"));
         }

@@ -36,6 +36,9 @@ class DiskFull : public IoError {
     using IoError::IoError;
 };
 
+// An errno that means the disk or the user's quota is full (ENOSPC, EDQUOT).
+bool is_disk_full(int err);
+
 class BlobWriter {
   public:
     // `fd` is open for reading and writing, positioned at `existing`, the bytes already there.

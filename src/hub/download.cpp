@@ -25,10 +25,6 @@ std::string strerror_text(int err) {
     return std::strerror(err);
 }
 
-bool is_disk_full(int err) {
-    return err == ENOSPC || err == EDQUOT;
-}
-
 // Bytes free for this user on the file system holding `dir`; nullopt when it cannot be asked.
 std::optional<uint64_t> free_bytes_at(const std::filesystem::path& dir) {
     struct statvfs fs {};
