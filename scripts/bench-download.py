@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""minfer pull against curl -o, the same file from the same local server, rounds alternating.
+"""minfer pull against curl -o, the same file from the same local server, rounds rotating.
 
 Usage: scripts/bench-download.py [--size-mib N] [--rounds N] [--minfer PATH] [--rate BYTES_PER_S]
 
 Serves a file of random bytes through tests/hub/fake_hub.py as a Hugging Face repository (so the
 pull checks the sha256 the hub announces, syncs the file and renames it, as for a real model) and
-downloads it in alternating rounds with `curl -L -o` (writes the bytes, nothing else) and
-`minfer pull hf:bench/big:Q8_0` (a fresh cache each round). Prints each round's MB/s (MB = 10^6
-bytes, API requests included for minfer), the CPU seconds each client used, the medians and
-minfer's median as a fraction of curl's. The file's page cache is warmed first; the download
-directories are on the same file system (the scratch directory, --dir).
+downloads it in rounds that rotate three clients: `curl -L -o` (writes the bytes, nothing else),
+the same followed by `sync FILE` (durable, as minfer's file is), and `minfer pull
+hf:bench/big:Q8_0` (a fresh cache each round). Prints each round's MB/s (MB = 10^6 bytes, API
+requests included for minfer), the CPU seconds each client used, the medians and minfer's median
+as a fraction of each curl's. The file's page cache is warmed first; the download
+directories are on the same file system (the scratch directory, --dir), and every round starts
+after a sync, with no earlier round's writeback in flight. curl's rounds end with the file in the
+page cache; minfer's with it on the disk (fsync before the rename).
 """
 
 import argparse
@@ -79,22 +82,31 @@ def main():
             # holds it: neither belongs to a round.
             timed(["curl", "-sf", "-o", "/dev/null", "%s/api/models/bench/big/tree/main" % api],
                   env)
-            results = {"curl": [], "minfer": []}
+            clients = ["curl", "curl+sync", "minfer"]
+            results = {client: [] for client in clients}
             for round_no in range(args.rounds):
-                order = ["curl", "minfer"] if round_no % 2 == 0 else ["minfer", "curl"]
+                order = clients[round_no % 3:] + clients[:round_no % 3]
                 for client in order:
                     target = os.path.join(scratch, "round")
                     shutil.rmtree(target, ignore_errors=True)
                     os.makedirs(target)
+                    # The previous round's bytes reach the disk before this one starts: curl
+                    # leaves them in the page cache, and their writeback would otherwise slow
+                    # the next round (minfer's, which writes to the disk itself).
+                    os.sync()
                     if client == "curl":
                         cmd = ["curl", "-sfL", "-o", os.path.join(target, "big.gguf"), url]
+                    elif client == "curl+sync":
+                        # The same, made durable as minfer makes its file (sync FILE: fsync).
+                        out = os.path.join(target, "big.gguf")
+                        cmd = ["sh", "-c", 'curl -sfL -o "$1" "$2" && sync "$1"', "sh", out, url]
                     else:
                         env["HF_HUB_CACHE"] = target
                         env["MINFER_CACHE"] = os.path.join(target, "minfer")
                         cmd = [args.minfer, "pull", "hf:bench/big:Q8_0"]
                     seconds, cpu, _ = timed(cmd, env)
                     results[client].append((size / seconds / 1e6, cpu))
-                    print("round %d %-6s %7.0f MB/s  %5.2f s CPU" % (round_no + 1, client,
+                    print("round %d %-9s %7.0f MB/s  %5.2f s CPU" % (round_no + 1, client,
                                                                      size / seconds / 1e6, cpu),
                           flush=True)
             shutil.rmtree(os.path.join(scratch, "round"), ignore_errors=True)
@@ -103,10 +115,11 @@ def main():
             hub.wait()
         medians = {c: statistics.median(r[0] for r in rs) for c, rs in results.items()}
         for client, rs in results.items():
-            print("%-6s median %7.0f MB/s (%.0f-%.0f), CPU %.2f s per GiB" % (
+            print("%-9s median %7.0f MB/s (%.0f-%.0f), CPU %.2f s per GiB" % (
                 client, medians[client], min(r[0] for r in rs), max(r[0] for r in rs),
                 statistics.median(r[1] for r in rs) * (1 << 30) / size))
-        print("minfer / curl: %.2f" % (medians["minfer"] / medians["curl"]))
+        print("minfer / curl: %.2f, minfer / curl+sync: %.2f" % (
+            medians["minfer"] / medians["curl"], medians["minfer"] / medians["curl+sync"]))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -14,6 +14,16 @@ std::string strerror_text(int err) {
     return std::strerror(err);
 }
 
+// The file behind `fd` opened again with O_DIRECT and the same access mode (through /proc, so
+// that it is the same file even if its name was replaced meanwhile), or -1 where the file system
+// or the sandbox does not allow it.
+int reopen_direct(int fd) {
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0) return -1;
+    const std::string self = concat("/proc/self/fd/", fd);
+    return ::open(self.c_str(), (flags & O_ACCMODE) | O_DIRECT | O_CLOEXEC);
+}
+
 }  // namespace
 
 bool is_disk_full(int err) {
@@ -23,17 +33,24 @@ bool is_disk_full(int err) {
 BlobWriter::BlobWriter(int fd, std::filesystem::path path, DigestKind kind,
                        uint64_t size_for_git, uint64_t existing)
     : fd_(fd),
+      direct_fd_(reopen_direct(fd)),
       path_(std::move(path)),
       hasher_(kind, size_for_git),
       buffers_(kBuffers),
       taken_(existing),
       in_file_(existing),
-      writeback_from_(existing) {
-    for (auto& buffer : buffers_) buffer.bytes.resize(kBufferBytes);
+      writeback_from_(existing),
+      flushed_(existing) {
+    for (auto& buffer : buffers_) {
+        buffer.bytes.reset(
+            static_cast<std::byte*>(::operator new[](kBufferBytes, std::align_val_t{kAlign})));
+    }
     for (int i = kBuffers - 1; i >= 0; --i) free_.push_back(i);
-    thread_ = std::thread([this, existing] {
+    writing_thread_ = std::thread([this] { write_loop(); });
+    if (direct_fd_ >= 0) flushing_thread_ = std::thread([this] { flush_loop(); });
+    hashing_thread_ = std::thread([this, existing] {
         hash_existing(existing);
-        run();
+        hash_loop();
     });
 }
 
@@ -44,8 +61,11 @@ BlobWriter::~BlobWriter() {
         if (current_ >= 0 && buffers_[current_].used > 0 && !error_) hand_over_current();
         stop_ = true;
     }
-    work_.notify_all();
-    thread_.join();
+    changed_.notify_all();
+    hashing_thread_.join();
+    writing_thread_.join();
+    if (flushing_thread_.joinable()) flushing_thread_.join();
+    if (direct_fd_ >= 0) ::close(direct_fd_);
 }
 
 void BlobWriter::write(std::span<const std::byte> bytes) {
@@ -56,20 +76,20 @@ void BlobWriter::write(std::span<const std::byte> bytes) {
             buffer = &current(lock);
         }
         // The buffer being filled belongs to this thread alone: copied without the lock.
-        const std::size_t n = std::min(bytes.size(), kBufferBytes - buffer->used);
-        std::memcpy(buffer->bytes.data() + buffer->used, bytes.data(), n);
+        const std::size_t n = std::min(bytes.size(), buffer->capacity - buffer->used);
+        std::memcpy(buffer->bytes.get() + buffer->used, bytes.data(), n);
         bytes = bytes.subspan(n);
         std::lock_guard lock(mutex_);
         buffer->used += n;
         taken_ += n;
-        if (buffer->used == kBufferBytes) hand_over_current();
+        if (buffer->used == buffer->capacity) hand_over_current();
     }
 }
 
 void BlobWriter::restart() {
     std::unique_lock lock(mutex_);
     wait_until_drained(lock);
-    if (::ftruncate(fd_, 0) != 0 || ::lseek(fd_, 0, SEEK_SET) != 0)
+    if (::ftruncate(fd_, 0) != 0)
         throw IoError(concat(path_.string(), ": cannot truncate: ", strerror_text(errno)));
     hasher_.reset();
     taken_ = in_file_ = writeback_from_ = 0;
@@ -94,25 +114,33 @@ uint64_t BlobWriter::stop_and_keep() {
     } catch (const Error&) {
         // The file keeps what reached it before the error.
     }
-    done_.wait(lock, [this] { return full_.empty() && !thread_busy_; });
+    changed_.wait(lock, [this] { return drained(); });
     return in_file_;
 }
 
 BlobWriter::Buffer& BlobWriter::current(std::unique_lock<std::mutex>& lock) {
     if (error_) std::rethrow_exception(error_);
     if (current_ < 0) {
-        done_.wait(lock, [this] { return !free_.empty() || error_; });
+        changed_.wait(lock, [this] { return !free_.empty() || error_; });
         if (error_) std::rethrow_exception(error_);
         current_ = free_.back();
         free_.pop_back();
+        Buffer& buffer = buffers_[current_];
+        buffer.offset = taken_;
+        buffer.capacity = kBufferBytes - static_cast<std::size_t>(taken_ % kAlign);
+        buffer.used = 0;
     }
     return buffers_[current_];
 }
 
 void BlobWriter::hand_over_current() {
-    full_.push_back(current_);
+    to_hash_.push_back(current_);
     current_ = -1;
-    work_.notify_one();
+    changed_.notify_all();
+}
+
+bool BlobWriter::drained() const {
+    return to_hash_.empty() && to_write_.empty() && !hashing_ && !writing_;
 }
 
 void BlobWriter::wait_until_drained(std::unique_lock<std::mutex>& lock) {
@@ -120,12 +148,11 @@ void BlobWriter::wait_until_drained(std::unique_lock<std::mutex>& lock) {
         if (buffers_[current_].used > 0 && !error_) {
             hand_over_current();
         } else {
-            buffers_[current_].used = 0;
             free_.push_back(current_);
             current_ = -1;
         }
     }
-    done_.wait(lock, [this] { return (full_.empty() && !thread_busy_) || error_; });
+    changed_.wait(lock, [this] { return drained() || error_; });
     if (error_) std::rethrow_exception(error_);
 }
 
@@ -151,61 +178,116 @@ void BlobWriter::hash_existing(uint64_t existing) {
     }
 }
 
-void BlobWriter::run() {
+// Hashes each buffer handed over, in file order, and passes it on to be written. After an error
+// the buffers are passed on unhashed (the digest will not be asked for).
+void BlobWriter::hash_loop() {
     std::unique_lock lock(mutex_);
-    thread_busy_ = false;
-    done_.notify_all();
+    hashing_ = false;
+    changed_.notify_all();
     for (;;) {
-        work_.wait(lock, [this] { return stop_ || !full_.empty(); });
-        if (full_.empty()) return;  // stopped, and everything handed over is written
-        const int index = full_.front();
-        Buffer& buffer = buffers_[index];
+        changed_.wait(lock, [this] { return stop_ || !to_hash_.empty(); });
+        if (to_hash_.empty()) break;  // stopped, and everything handed over is passed on
+        const int index = to_hash_.front();
         std::exception_ptr failure;
         if (!error_) {
-            thread_busy_ = true;
+            hashing_ = true;
             lock.unlock();
             try {
-                const auto bytes = std::span<const std::byte>(buffer.bytes).first(buffer.used);
-                hasher_.update(bytes);
-                write_to_file(bytes);
-                start_writeback();
+                const Buffer& buffer = buffers_[index];
+                hasher_.update(std::span<const std::byte>(buffer.bytes.get(), buffer.used));
             } catch (...) {
                 failure = std::current_exception();
             }
             lock.lock();
         }
-        // After an error the queued bytes are dropped: the file keeps what reached it.
-        full_.pop_front();
-        buffer.used = 0;
+        to_hash_.pop_front();
+        to_write_.push_back(index);
+        if (failure && !error_) error_ = failure;
+        hashing_ = false;
+        changed_.notify_all();
+    }
+    hashing_done_ = true;
+    changed_.notify_all();
+}
+
+// Writes each hashed buffer, in file order, and frees it. After an error the queued bytes are
+// dropped: the file keeps what reached it.
+void BlobWriter::write_loop() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        changed_.wait(lock, [this] { return hashing_done_ || !to_write_.empty(); });
+        if (to_write_.empty()) break;  // the hashing thread stopped and everything is written
+        const int index = to_write_.front();
+        Buffer& buffer = buffers_[index];
+        std::exception_ptr failure;
+        if (!error_) {
+            writing_ = true;
+            lock.unlock();
+            try {
+                write_to_file(buffer.offset,
+                              std::span<const std::byte>(buffer.bytes.get(), buffer.used));
+                start_writeback(buffer.offset + buffer.used);
+            } catch (...) {
+                failure = std::current_exception();
+            }
+            lock.lock();
+        }
+        to_write_.pop_front();
         free_.push_back(index);
         if (failure && !error_) error_ = failure;
-        thread_busy_ = false;
-        done_.notify_all();
+        writing_ = false;
+        changed_.notify_all();
+    }
+    writing_done_ = true;
+    changed_.notify_all();
+}
+
+// Direct writes: flushes the disk's cache behind the writer, so that the final fsync has little
+// left to wait for. Its errors are not kept: the caller's fsync reports them.
+void BlobWriter::flush_loop() {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+        changed_.wait(lock, [this] { return writing_done_ || in_file_ >= flushed_ + kFlushBytes; });
+        if (writing_done_) return;
+        const uint64_t to = in_file_;
+        lock.unlock();
+        if (writes_directly()) ::fdatasync(direct_fd_);
+        lock.lock();
+        flushed_ = to;
     }
 }
 
-void BlobWriter::write_to_file(std::span<const std::byte> bytes) {
+void BlobWriter::write_to_file(uint64_t offset, std::span<const std::byte> bytes) {
     while (!bytes.empty()) {
-        const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
+        const bool aligned = offset % kAlign == 0 &&
+                             reinterpret_cast<uintptr_t>(bytes.data()) % kAlign == 0 &&
+                             bytes.size() >= kAlign;
+        const bool direct = writes_directly() && aligned;
+        const std::size_t length = direct ? bytes.size() / kAlign * kAlign : bytes.size();
+        const ssize_t n = ::pwrite(direct ? direct_fd_ : fd_, bytes.data(), length,
+                                   static_cast<off_t>(offset));
         if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && direct && errno == EINVAL) {
+            // Opened, but the file system refuses this direct write (an alignment larger than
+            // kAlign): buffered writes from here on.
+            direct_allowed_ = false;
+            continue;
+        }
         if (n < 0 && is_disk_full(errno)) {
             throw DiskFull(concat("the disk holding ", path_.parent_path().string(), " is full (",
                                   strerror_text(errno), ")"));
         }
         if (n <= 0) throw IoError(concat(path_.string(), ": write failed: ", strerror_text(errno)));
         bytes = bytes.subspan(static_cast<std::size_t>(n));
+        offset += static_cast<uint64_t>(n);
         std::lock_guard lock(mutex_);
-        in_file_ += static_cast<uint64_t>(n);
+        in_file_ = offset;
     }
 }
 
-// Starts (does not wait for) the disk writes of what was written, a few MiB at a time.
-void BlobWriter::start_writeback() {
-    uint64_t to;
-    {
-        std::lock_guard lock(mutex_);
-        to = in_file_;
-    }
+// Starts (does not wait for) the disk writes of what was written through the page cache, a few
+// MiB at a time (nothing to do for direct writes).
+void BlobWriter::start_writeback(uint64_t to) {
     if (to - writeback_from_ < kWritebackBytes) return;
     ::sync_file_range(fd_, static_cast<off_t>(writeback_from_),
                       static_cast<off_t>(to - writeback_from_), SYNC_FILE_RANGE_WRITE);

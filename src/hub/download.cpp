@@ -159,8 +159,6 @@ DownloadResult download_file(HttpClient& client, const TransferPolicy& policy,
             throw IoError(concat(partial.string(), ": cannot truncate: ", strerror_text(errno)));
         offset = 0;
     }
-    if (::lseek(file.fd, static_cast<off_t>(offset), SEEK_SET) < 0)
-        throw IoError(concat(partial.string(), ": cannot seek: ", strerror_text(errno)));
     if (size) require_free_space(dir, *size - offset, target.name);
 
     const bool check_digest = !target.digest.hex.empty();

@@ -10,9 +10,9 @@
 //     where the file ends; Ctrl-C (the cancel flag) stops at once and leaves a resumable file;
 //   - free disk space is checked before any byte is requested, or every 16 MiB when the size is
 //     unknown; a full disk stops the download with a message that says what is kept and needed.
-// The network thread only stages the bytes; a second thread hashes them, writes them and starts
-// their writeback (hub/blob_writer.h), so that checking the bytes and making them durable (fsync
-// before the rename) overlap the transfer instead of following it.
+// The network thread only stages the bytes; two more threads hash them and write them, directly
+// to the disk where the file system allows (hub/blob_writer.h), so that checking the bytes and
+// making them durable (fsync before the rename) overlap the transfer instead of following it.
 
 #include <atomic>
 #include <cstdint>
