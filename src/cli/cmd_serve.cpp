@@ -1,7 +1,7 @@
-// `minfer serve MODEL`: the OpenAI-compatible HTTP server (src/server/api_server.h). The socket
-// is bound first (a taken port fails at once), the model loads while /health answers 503, then
-// requests are served until SIGTERM or Ctrl-C, which stop accepting, let running requests finish
-// for --shutdown-timeout seconds, end the rest, and exit 0.
+// `minfer serve MODEL`: the OpenAI- and Anthropic-compatible HTTP server
+// (src/server/api_server.h). The socket is bound first (a taken port fails at once), the model
+// loads while /health answers 503, then requests are served until SIGTERM or Ctrl-C, which stop
+// accepting, let running requests finish for --shutdown-timeout seconds, end the rest, and exit 0.
 
 #include <pthread.h>
 
@@ -109,7 +109,9 @@ void check_sizes(const ServeOptions& o, const CLI::Option& prefill_chunk_option)
 void add_serve_command(CLI::App& app) {
     auto o = std::make_shared<ServeOptions>();
     CLI::App* cmd = app.add_subcommand(
-        "serve", "Serve the model over an OpenAI-compatible HTTP API, with a chat page at /");
+        "serve",
+        "Serve the model over OpenAI's HTTP API (and Anthropic's /v1/messages), with a chat page "
+        "at /");
     cmd->add_option("model", o->model, kModelHelp)->required();
     cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
     cmd->add_option("--port", o->port, "Port to listen on (0: any free port)")

@@ -208,6 +208,7 @@ void Engine::finish(Sequence& s, StopReason reason, std::vector<SequenceEvent>& 
     std::string text = s.output->finish();
     s.result.text += text;
     s.result.stop = reason;
+    if (reason == StopReason::StopString) s.result.stop_string = s.output->stop_string();
     s.finished = true;
     const auto now = Clock::now();
     if (s.sampled_any) {

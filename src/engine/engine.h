@@ -103,6 +103,7 @@ struct SequenceResult {
     std::string text;             // everything streamed
     std::vector<int32_t> tokens;  // the generated tokens (without the end-of-generation token)
     StopReason stop = StopReason::MaxTokens;
+    std::string stop_string;  // the one that ended it, when stop is StopString
     SequenceStats stats;
 };
 

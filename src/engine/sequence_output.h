@@ -48,6 +48,7 @@ class SequenceOutput {
     std::string emit(int32_t token);
     // A stop string appeared in what was emitted.
     bool stop_string_seen() const { return filter_.matched(); }
+    const std::string& stop_string() const { return filter_.matched_string(); }
     // At the end: the text still held back (none after a stop string).
     std::string finish();
 

@@ -11,7 +11,11 @@ std::string StopStringFilter::push(std::string_view text) {
     std::size_t first = std::string::npos;
     for (const auto& s : stops_) {
         if (s.empty()) continue;
-        first = std::min(first, held_.find(s));
+        const std::size_t at = held_.find(s);
+        if (at < first) {
+            first = at;
+            matched_string_ = s;
+        }
     }
     if (first != std::string::npos) {
         matched_ = true;

@@ -17,11 +17,14 @@ class StopStringFilter {
     // What is still held back (at the end of generation, when no stop string matched).
     std::string flush();
     bool matched() const { return matched_; }
+    // The stop string that appeared (empty before one did).
+    const std::string& matched_string() const { return matched_string_; }
 
   private:
     std::vector<std::string> stops_;
     std::string held_;
     bool matched_ = false;
+    std::string matched_string_;
 };
 
 }  // namespace minfer

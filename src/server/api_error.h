@@ -1,8 +1,12 @@
 #pragma once
-// An error the API answers with an HTTP status and OpenAI's error object:
+// An error the API answers with an HTTP status and its error object, in the shape of the API the
+// request came through. OpenAI's (and the server's own endpoints'):
 //   {"error": {"message": "...", "type": "invalid_request_error", "param": "max_tokens", "code":
 //   null}}
+// Anthropic's (/v1/messages):
+//   {"type": "error", "error": {"type": "invalid_request_error", "message": "..."}}
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/error.h"
@@ -33,5 +37,10 @@ std::string error_body(int status, const std::string& message, const std::string
 inline std::string error_body(const ApiError& e) {
     return error_body(e.status(), e.what(), e.param(), e.code());
 }
+
+// Anthropic's error object, and its type for a status (invalid_request_error,
+// authentication_error, not_found_error, request_too_large, overloaded_error, api_error, ...).
+nlohmann::ordered_json anthropic_error(int status, const std::string& message);
+std::string anthropic_error_body(int status, const std::string& message);
 
 }  // namespace minfer::server

@@ -11,11 +11,14 @@
 #include "chat/tool_calls.h"
 #include "core/log.h"
 #include "runtime/prompt.h"
+#include "server/anthropic_request.h"
 #include "server/api_error.h"
 #include "server/chat_page.h"
 #include "server/completion_job.h"
+#include "server/generation_path.h"
 #include "server/generation_service.h"
 #include "server/header_value.h"
+#include "server/messages_job.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/reasoning_split.h"
@@ -46,7 +49,18 @@ constexpr Route kRoutes[] = {
     {"/tokenize", "POST", true},
     {"/detokenize", "POST", true},
     {"/apply-template", "POST", true},
+    {"/v1/messages", "POST", true},
+    {"/v1/messages/count_tokens", "POST", true},
 };
+
+// Anthropic's API: its errors take Anthropic's shape.
+bool is_anthropic_path(std::string_view path) {
+    return path.starts_with("/v1/messages");
+}
+
+std::string error_body_for(std::string_view path, const ApiError& e) {
+    return is_anthropic_path(path) ? anthropic_error_body(e.status(), e.what()) : error_body(e);
+}
 
 const Route* find_route(std::string_view path) {
     for (const Route& r : kRoutes) {
@@ -100,30 +114,7 @@ struct ApiServer::State {
     std::shared_future<void> load_done = loaded.get_future().share();
     std::unique_ptr<WorkQueue> work = std::make_unique<WorkQueue>(2);
 
-    // Grammars compiled for recent requests, by their text: a schema sent again is not compiled
-    // again (most recently used first).
-    std::mutex grammar_mutex;
-    std::list<std::pair<std::string, std::shared_ptr<grammar::CompiledGrammar>>> grammars;
-
-    std::shared_ptr<grammar::CompiledGrammar> compiled(const LoadedModel& m,
-                                                       const grammar::Grammar& g) {
-        // Each may hold up to about 35 MB (grammar/stack_automaton.h, the state masks).
-        constexpr std::size_t kKept = 8;
-        std::string key = g.to_gbnf();
-        {
-            std::lock_guard lock(grammar_mutex);
-            for (auto it = grammars.begin(); it != grammars.end(); ++it) {
-                if (it->first != key) continue;
-                grammars.splice(grammars.begin(), grammars, it);
-                return it->second;
-            }
-        }
-        auto compiled = m.compile_grammar(g);
-        std::lock_guard lock(grammar_mutex);
-        grammars.emplace_front(std::move(key), compiled);
-        if (grammars.size() > kKept) grammars.pop_back();
-        return compiled;
-    }
+    GrammarCache grammars;
 
     struct Ready {
         std::shared_ptr<ServedModel> model;
@@ -144,11 +135,11 @@ ApiServer::ApiServer(ServerOptions options, std::function<ServedModel()> load)
         [this](HttpRequest request, std::shared_ptr<Reply> reply) {
             handle(std::move(request), std::move(reply));
         },
-        [this](int status, std::string message) {
+        [this](int status, std::string message, std::string_view path) {
             state_->metrics.count_request(status);
             HttpResponse r;
             r.status = status;
-            r.body = error_body(status, message);
+            r.body = error_body_for(path, ApiError(status, std::move(message)));
             r.headers = cors_headers();
             if (status == 503) r.headers.emplace_back("Retry-After", "1");
             return r;
@@ -245,6 +236,9 @@ HttpHeaders ApiServer::cors_headers() const {
 
 bool ApiServer::authorized(const HttpRequest& request) const {
     if (options_.api_key.empty()) return true;
+    // Anthropic's clients send the key as x-api-key.
+    if (const std::string_view key = request.header("x-api-key"); !key.empty())
+        return constant_time_equal(key, options_.api_key);
     std::string_view auth = request.header("authorization");
     constexpr std::string_view kBearer = "Bearer ";
     if (auth.substr(0, kBearer.size()) != kBearer) return false;
@@ -283,7 +277,7 @@ void ApiServer::respond_error(const HttpRequest& request, const std::shared_ptr<
                               const ApiError& e) {
     HttpResponse r;
     r.status = e.status();
-    r.body = error_body(e);
+    r.body = error_body_for(request.path, e);
     if (e.status() == 503) r.headers.emplace_back("Retry-After", "1");
     if (e.status() == 401) r.headers.emplace_back("WWW-Authenticate", "Bearer");
     respond(request, reply, std::move(r));
@@ -312,13 +306,15 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
         ApiError e(405, concat(request.path, " takes ", route->method, ", not ", request.method));
         HttpResponse r;
         r.status = 405;
-        r.body = error_body(e);
+        r.body = error_body_for(request.path, e);
         r.headers = {{"Allow", route->method}};
         return respond(request, reply, std::move(r));
     }
     if (route->needs_key && !authorized(request))
         return respond_error(request, reply,
-                             ApiError(401, "a valid API key is needed: Authorization: Bearer KEY",
+                             ApiError(401,
+                                      "a valid API key is needed: Authorization: Bearer KEY, or "
+                                      "x-api-key: KEY",
                                       "", "invalid_api_key"));
     const std::string_view path = request.path;
     const auto ready = state_->ready();
@@ -370,6 +366,9 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
             if (request.path == "/tokenize" || request.path == "/detokenize")
                 return handle_tokenizer(request, reply);
             if (request.path == "/apply-template") return handle_apply_template(request, reply);
+            if (request.path == "/v1/messages/count_tokens")
+                return handle_count_tokens(request, reply);
+            if (request.path == "/v1/messages") return handle_messages(std::move(request), reply);
             handle_generation(endpoint, std::move(request), std::move(reply));
         });
 }
@@ -403,18 +402,64 @@ void ApiServer::handle_apply_template(const HttpRequest& request,
                                       const std::shared_ptr<Reply>& reply) {
     const LoadedModel& m = state_->ready().model->loaded;
     try {
-        const ChatRequest chat =
+        const GenerationRequest chat =
             parse_chat_request(request.body, options_.defaults, /*with_constraint=*/false);
-        const bool tools_on = chat.tool_choice.kind != ToolChoice::Kind::None;
-        std::string text;
-        try {
-            text = render_chat_prompt(m, chat.messages, tools_on ? chat.tools : Json(),
-                                      chat.template_kwargs);
-        } catch (const Error& e) {
-            throw ApiError(400, concat("the chat template refused the messages: ", e.what()),
-                           "messages");
-        }
+        const std::string text = render_chat_input(m, chat.chat());
         respond(request, reply, json_response(200, {{"prompt", text}}));
+    } catch (const ApiError& e) {
+        respond_error(request, reply, e);
+    } catch (const Error& e) {
+        respond_error(request, reply, ApiError(400, e.what()));
+    } catch (const std::exception& e) {
+        respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
+    }
+}
+
+// Anthropic's /v1/messages/count_tokens: the prompt's length in tokens, tools included.
+void ApiServer::handle_count_tokens(const HttpRequest& request,
+                                    const std::shared_ptr<Reply>& reply) {
+    const LoadedModel& m = state_->ready().model->loaded;
+    try {
+        const GenerationRequest gen =
+            parse_messages_request(request.body, options_.defaults, /*count_only=*/true);
+        const auto tokens = tokenize_chat_prompt(m, render_chat_input(m, gen.chat()));
+        respond(request, reply,
+                json_response(200, {{"input_tokens", static_cast<int64_t>(tokens.size())}}));
+    } catch (const ApiError& e) {
+        respond_error(request, reply, e);
+    } catch (const Error& e) {
+        respond_error(request, reply, ApiError(400, e.what()));
+    } catch (const std::exception& e) {
+        respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
+    }
+}
+
+void ApiServer::handle_messages(HttpRequest request, std::shared_ptr<Reply> reply) {
+    const auto start = Clock::now();
+    const auto [model, service] = state_->ready();
+    try {
+        const LoadedModel& m = model->loaded;
+        GenerationRequest gen = parse_messages_request(request.body, options_.defaults);
+        PreparedGeneration prepared = prepare_generation(
+            m, gen, service->n_ctx(), {options_.default_max_tokens, options_.seed_fixed},
+            state_->grammars);
+        MessagesSetup setup;
+        setup.shape = std::move(prepared.shape);
+        setup.stream = gen.stream;
+        setup.n_prompt = prepared.n_prompt;
+        setup.id = random_id("msg_");
+        setup.model = gen.model.empty() ? options_.alias : gen.model;
+        setup.reply = reply;
+        setup.headers = cors_headers();
+        setup.metrics = &state_->metrics;
+        setup.tokenizer = m.tokenizer.get();
+        setup.shutting_down = &state_->shutting_down;
+        setup.arrival = start;
+        setup.on_finished = [this, request, start](int status, int64_t p, int64_t g) {
+            log_access(request, status, p, g, start);
+        };
+        submit(service, std::move(prepared.spec), std::make_shared<MessagesJob>(std::move(setup)),
+               reply);
     } catch (const ApiError& e) {
         respond_error(request, reply, e);
     } catch (const Error& e) {
@@ -430,102 +475,21 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
     const auto [model, service] = state_->ready();
     try {
         const LoadedModel& m = model->loaded;
-        GenerationRequest gen;
-        std::vector<int32_t> prompt;
-        bool opens_reasoning = false;
-        const bool reasoning = template_writes_reasoning(m.chat_template.source());
-        std::optional<grammar::Grammar> constraint;
-        std::string constraint_field;
-        std::optional<chat::ToolCallFormat> tool_format;
-        bool calls_only = false;
-        if (endpoint == Endpoint::Chat) {
-            ChatRequest chat = parse_chat_request(request.body, options_.defaults);
-            gen = std::move(chat.gen);
-            const bool tools_on = chat.tool_choice.kind != ToolChoice::Kind::None;
-            std::string text;
-            try {
-                text = render_chat_prompt(m, chat.messages, tools_on ? chat.tools : Json(),
-                                          chat.template_kwargs);
-            } catch (const Error& e) {
-                throw ApiError(400, concat("the chat template refused the messages: ", e.what()),
-                               "messages");
-            }
-            if (tools_on) {
-                tool_format = chat::detect_tool_call_format(m.chat_template.source());
-                try {
-                    constraint = tool_call_grammar(*tool_format, chat.tools, chat.tool_choice,
-                                                   chat.parallel_tool_calls);
-                } catch (const UsageError& e) {
-                    throw ApiError(400, e.what(), "tools");
-                }
-                constraint_field = "tools";
-                calls_only = chat.tool_choice.kind == ToolChoice::Kind::Required ||
-                             chat.tool_choice.kind == ToolChoice::Kind::Named;
-            }
-            opens_reasoning = reasoning && prompt_opens_reasoning(text);
-            prompt = tokenize_chat_prompt(m, text);
-        } else {
-            TextCompletionRequest text = parse_completion_request(request.body, options_.defaults);
-            gen = std::move(text.gen);
-            if (text.prompt_text) {
-                prompt = m.tokenizer->tokenize(*text.prompt_text, true, true);
-            } else {
-                prompt = std::move(text.prompt_tokens);
-                for (const int32_t id : prompt) {
-                    if (id >= m.tokenizer->n_vocab())
-                        throw ApiError(400,
-                                       concat("token id ", id, " is out of range: the model has ",
-                                              m.tokenizer->n_vocab(), " tokens"),
-                                       "prompt");
-                }
-            }
-        }
-        if (gen.constraint) {
-            constraint = std::move(gen.constraint);
-            constraint_field = gen.constraint_field;
-        }
-        std::shared_ptr<grammar::CompiledGrammar> compiled;
-        if (constraint) {
-            // A prompt that opens a <think> block: the model reasons freely, then answers in form.
-            if (opens_reasoning) constraint = reasoning_then(*constraint, "</think>");
-            try {
-                compiled = state_->compiled(m, *constraint);
-            } catch (const Error& e) {
-                throw ApiError(400, e.what(), constraint_field);
-            }
-        }
+        GenerationRequest gen = endpoint == Endpoint::Chat
+                                    ? parse_chat_request(request.body, options_.defaults)
+                                    : parse_completion_request(request.body, options_.defaults);
+        PreparedGeneration prepared = prepare_generation(
+            m, gen, service->n_ctx(), {options_.default_max_tokens, options_.seed_fixed},
+            state_->grammars);
         if (gen.model.empty()) gen.model = options_.alias;
-        if (gen.max_tokens < 0) gen.max_tokens = options_.default_max_tokens;
-        const int64_t n_ctx = service->n_ctx();
-        if (prompt.empty()) throw ApiError(400, "the prompt is empty", "prompt");
-        if (static_cast<int64_t>(prompt.size()) > n_ctx) {
-            throw ApiError(400,
-                           concat("This model's maximum context length is ", n_ctx,
-                                  " tokens. However, your prompt has ", prompt.size(), " tokens."),
-                           endpoint == Endpoint::Chat ? "messages" : "prompt",
-                           "context_length_exceeded");
-        }
-        int64_t banned = 0;
-        for (const auto& [id, bias] : gen.sampling.logit_bias) {
-            if (id >= m.tokenizer->n_vocab())
-                throw ApiError(400, concat("logit_bias: token ", id, " is out of range"),
-                               "logit_bias");
-            if (std::isinf(bias) && bias < 0) ++banned;
-        }
-        if (banned >= m.tokenizer->n_vocab())
-            throw ApiError(400, "logit_bias bans every token: there is nothing to generate",
-                           "logit_bias");
-        if (!gen.seed_given && !options_.seed_fixed)
-            gen.sampling.seed = std::random_device{}() * 0x9E3779B97F4A7C15ull;
 
         CompletionSetup setup;
         setup.endpoint = endpoint;
-        setup.n_prompt = static_cast<int64_t>(prompt.size());
+        setup.shape = std::move(prepared.shape);
+        setup.n_prompt = prepared.n_prompt;
         setup.id = random_id(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
         setup.created = std::time(nullptr);
         setup.model = gen.model;
-        setup.reasoning = endpoint == Endpoint::Chat && reasoning;
-        setup.starts_in_reasoning = opens_reasoning;
         setup.reply = reply;
         setup.headers = cors_headers();
         setup.metrics = &state_->metrics;
@@ -535,37 +499,9 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
         setup.on_finished = [this, request, start](int status, int64_t p, int64_t g) {
             log_access(request, status, p, g, start);
         };
-        if (tool_format) {
-            setup.tool_format = tool_format;
-            setup.calls_only = calls_only;
-            const auto& special = m.grammar_vocabulary()->special_tokens();
-            for (const std::string_view marker : chat::tool_call_markers(*tool_format)) {
-                if (const auto it = special.find(std::string(marker)); it != special.end())
-                    setup.marker_tokens.push_back(it->second);
-            }
-        }
-        JobSpec spec;
-        spec.prompt = std::move(prompt);
-        spec.sampling = gen.sampling;
-        spec.max_tokens = gen.max_tokens;
-        spec.stop = gen.stop;
-        spec.ignore_eos = gen.ignore_eos;
-        spec.n = gen.n;
-        spec.top_logprobs = gen.logprobs;
-        spec.grammar = std::move(compiled);
         setup.request = std::move(gen);
-        auto job = std::make_shared<CompletionJob>(std::move(setup));
-        const auto submitted = service->submit(std::move(spec), job);
-        if (const auto* refusal = std::get_if<GenerationService::Refusal>(&submitted)) {
-            throw ApiError(503, *refusal == GenerationService::Refusal::QueueFull
-                                    ? concat("the server is busy: ", options_.max_queue,
-                                             " requests are waiting already; retry later")
-                                    : std::string("the server is shutting down"));
-        }
-        const JobId id = std::get<JobId>(submitted);
-        reply->on_client_gone([weak = std::weak_ptr(service), id] {
-            if (auto s = weak.lock()) s->cancel(id);
-        });
+        submit(service, std::move(prepared.spec), std::make_shared<CompletionJob>(std::move(setup)),
+               reply);
     } catch (const ApiError& e) {
         respond_error(request, reply, e);
     } catch (const Error& e) {
@@ -573,6 +509,21 @@ void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
     } catch (const std::exception& e) {
         respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
     }
+}
+
+void ApiServer::submit(const std::shared_ptr<GenerationService>& service, JobSpec spec,
+                       std::shared_ptr<JobListener> job, const std::shared_ptr<Reply>& reply) {
+    const auto submitted = service->submit(std::move(spec), std::move(job));
+    if (const auto* refusal = std::get_if<GenerationService::Refusal>(&submitted)) {
+        throw ApiError(503, *refusal == GenerationService::Refusal::QueueFull
+                                ? concat("the server is busy: ", options_.max_queue,
+                                         " requests are waiting already; retry later")
+                                : std::string("the server is shutting down"));
+    }
+    const JobId id = std::get<JobId>(submitted);
+    reply->on_client_gone([weak = std::weak_ptr(service), id] {
+        if (auto s = weak.lock()) s->cancel(id);
+    });
 }
 
 }  // namespace minfer::server

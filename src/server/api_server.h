@@ -1,7 +1,8 @@
 #pragma once
-// `minfer serve`: the OpenAI-compatible API over the HTTP server, the generation service and the
-// metrics. Routes:
+// `minfer serve`: the OpenAI-compatible API (and Anthropic's Messages API) over the HTTP server,
+// the generation service and the metrics. Routes:
 //   POST /v1/chat/completions, POST /v1/completions   (streamed as server-sent events on request)
+//   POST /v1/messages, POST /v1/messages/count_tokens (Anthropic's, with its error shape)
 //   GET  /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize, GET / (chat page)
 // The socket is bound at once; the model loads in the background meanwhile (/health answers 503
 // until it is ready, the API 503 with Retry-After).
@@ -21,6 +22,9 @@ namespace minfer::server {
 
 enum class Endpoint;
 class ApiError;
+class GenerationService;
+class JobListener;
+struct JobSpec;
 enum class LogFormat { Text, Json };
 
 struct ServerOptions {
@@ -73,6 +77,12 @@ class ApiServer {
     void handle_generation(Endpoint endpoint, HttpRequest request, std::shared_ptr<Reply> reply);
     void handle_tokenizer(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
     void handle_apply_template(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
+    void handle_count_tokens(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
+    void handle_messages(HttpRequest request, std::shared_ptr<Reply> reply);
+    // Hands a prepared job to the service (ApiError 503 when it refuses) and cancels it when the
+    // client goes.
+    void submit(const std::shared_ptr<GenerationService>& service, JobSpec spec,
+                std::shared_ptr<JobListener> job, const std::shared_ptr<Reply>& reply);
     void respond(const HttpRequest& request, const std::shared_ptr<Reply>& reply,
                  HttpResponse response);
     void respond_error(const HttpRequest& request, const std::shared_ptr<Reply>& reply,

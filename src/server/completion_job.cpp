@@ -44,11 +44,10 @@ std::string dump_json(const nlohmann::ordered_json& value) {
     return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
-CompletionJob::CompletionJob(CompletionSetup setup) : s_(std::move(setup)) {
-    for (int i = 0; i < s_.request.n; ++i) {
-        choices_.emplace_back(ReasoningSplitter(s_.reasoning, s_.starts_in_reasoning));
-        if (s_.tool_format) choices_.back().tool_stream.emplace(*s_.tool_format);
-    }
+CompletionJob::CompletionJob(CompletionSetup setup)
+    : s_(std::move(setup)), latency_(s_.metrics, s_.arrival, s_.request.n) {
+    choices_.reserve(static_cast<std::size_t>(s_.request.n));
+    for (int i = 0; i < s_.request.n; ++i) choices_.emplace_back(s_.shape, *s_.tokenizer);
 }
 
 CompletionJob::Json CompletionJob::tool_call_json(const chat::ToolCall& call, std::size_t index,
@@ -61,24 +60,15 @@ CompletionJob::Json CompletionJob::tool_call_json(const chat::ToolCall& call, st
     return j;
 }
 
-SplitText CompletionJob::take_calls(int choice, SplitText text, bool at_end, Json& calls) {
+CompletionJob::Json CompletionJob::take_calls(int choice, AnswerPiece& piece) {
     Choice& c = choices_[static_cast<std::size_t>(choice)];
-    if (!c.tool_stream) return text;
-    chat::ParsedAnswer parsed = c.tool_stream->push(text.content);
-    if (at_end) {
-        chat::ParsedAnswer rest = c.tool_stream->finish();
-        parsed.content += rest.content;
-        parsed.calls.insert(parsed.calls.end(), rest.calls.begin(), rest.calls.end());
-    }
-    // Constrained to calls, the only text is call syntax the parser has not taken: a call cut
-    // short.
-    text.content = s_.calls_only ? std::string() : std::move(parsed.content);
-    for (chat::ToolCall& call : parsed.calls) {
-        call.id = chat::new_tool_call_id(*s_.tool_format);
+    Json calls = Json::array();
+    for (chat::ToolCall& call : piece.calls) {
+        call.id = chat::new_tool_call_id(*s_.shape.tool_format);
         calls.push_back(tool_call_json(call, c.tool_calls.size(), /*delta=*/true));
         c.tool_calls.push_back(std::move(call));
     }
-    return text;
+    return calls;
 }
 
 CompletionJob::Json CompletionJob::head(bool chunk) const {
@@ -137,7 +127,7 @@ void CompletionJob::begin() {
     }
 }
 
-void CompletionJob::send_delta(int choice, const SplitText& text, const Json* logprobs) {
+void CompletionJob::send_delta(int choice, const AnswerPiece& text, const Json* logprobs) {
     if (text.content.empty() && text.reasoning.empty() && logprobs == nullptr) return;
     Json c;
     c["index"] = choice;
@@ -183,25 +173,14 @@ void CompletionJob::on_token(int choice, int32_t token, const std::string& text,
                              const TokenLogprobs* logprobs) {
     begin();
     Choice& c = choices_[static_cast<std::size_t>(choice)];
-    const auto now = Clock::now();
     if (token >= 0) {
-        if (!any_token_ && s_.metrics)
-            s_.metrics->observe_time_to_first_token(
-                std::chrono::duration<double>(now - s_.arrival).count());
-        else if (c.n_tokens > 0 && s_.metrics)
-            s_.metrics->observe_inter_token_latency(
-                std::chrono::duration<double>(now - c.last_token).count());
-        any_token_ = true;
-        c.last_token = now;
+        latency_.token(choice);
         ++c.n_tokens;
     }
     std::optional<Json> entry;
     if (logprobs) entry = token_logprobs_entry(*logprobs);
-    const bool marker = token >= 0 && std::find(s_.marker_tokens.begin(), s_.marker_tokens.end(),
-                                                token) != s_.marker_tokens.end();
-    Json calls = Json::array();
-    const SplitText split = take_calls(choice, c.splitter.push(marker ? text + piece(token) : text),
-                                       /*at_end=*/false, calls);
+    AnswerPiece split = c.answer.push(token, text);
+    const Json calls = take_calls(choice, split);
     if (s_.request.stream) {
         // (The text offset of a legacy logprobs entry is where its text starts.)
         send_delta(choice, split, entry ? &*entry : nullptr);
@@ -218,15 +197,15 @@ void CompletionJob::on_token(int choice, int32_t token, const std::string& text,
     c.reasoning += split.reasoning;
 }
 
-void CompletionJob::on_choice_end(int choice, StopReason reason, const SequenceStats&) {
+void CompletionJob::on_choice_end(int choice, const ChoiceEnd& end) {
     begin();
     Choice& c = choices_[static_cast<std::size_t>(choice)];
-    if (reason == StopReason::Cancelled) cancelled_ = true;
-    Json calls = Json::array();
-    const SplitText rest = take_calls(choice, c.splitter.finish(), /*at_end=*/true, calls);
+    if (end.reason == StopReason::Cancelled) cancelled_ = true;
+    AnswerPiece rest = c.answer.finish();
+    const Json calls = take_calls(choice, rest);
     c.content += rest.content;
     c.reasoning += rest.reasoning;
-    c.finish_reason = finish_reason_of(reason);
+    c.finish_reason = finish_reason_of(end.reason);
     if (!c.tool_calls.empty() && c.finish_reason == "stop") c.finish_reason = "tool_calls";
     if (!s_.request.stream || s_.reply->client_gone()) return;
     send_delta(choice, rest, nullptr);

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "chat/tool_calls.h"
+#include "server/answer_stream.h"
+#include "server/generation_request.h"
 #include "server/generation_service.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
-#include "server/openai_request.h"
-#include "server/reasoning_split.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::server {
@@ -29,12 +29,11 @@ enum class Endpoint { Chat, Text };
 struct CompletionSetup {
     Endpoint endpoint = Endpoint::Chat;
     GenerationRequest request;
+    AnswerShape shape;
     int64_t n_prompt = 0;
     std::string id;  // "chatcmpl-..." / "cmpl-..."
     int64_t created = 0;
     std::string model;
-    bool reasoning = false;            // the template writes <think> blocks
-    bool starts_in_reasoning = false;  // the prompt ends inside one
     std::shared_ptr<Reply> reply;
     HttpHeaders headers;  // more response headers (CORS)
     Metrics* metrics = nullptr;
@@ -43,14 +42,6 @@ struct CompletionSetup {
     std::chrono::steady_clock::time_point arrival;
     // Called once at the end with the status sent and the token counts (the access log).
     std::function<void(int status, int64_t prompt_tokens, int64_t generated_tokens)> on_finished;
-    // Chat with tools: calls are parsed out of each answer in this syntax; the control tokens
-    // that are its markers keep their text for the parser.
-    std::optional<chat::ToolCallFormat> tool_format;
-    // tool_choice "required" or a named function: the grammar makes the answer calls and
-    // nothing else, so no text goes to `content`, and a call the token budget cut short (the
-    // text left unparsed at the end) is dropped, the choice ending with "length".
-    bool calls_only = false;
-    std::vector<int32_t> marker_tokens;
 };
 
 class CompletionJob final : public JobListener {
@@ -59,7 +50,7 @@ class CompletionJob final : public JobListener {
 
     void on_token(int choice, int32_t token, const std::string& text,
                   const TokenLogprobs* logprobs) override;
-    void on_choice_end(int choice, StopReason reason, const SequenceStats& stats) override;
+    void on_choice_end(int choice, const ChoiceEnd& end) override;
     void on_job_end(bool started) override;
 
   private:
@@ -67,18 +58,16 @@ class CompletionJob final : public JobListener {
     using Clock = std::chrono::steady_clock;
 
     struct Choice {
-        explicit Choice(ReasoningSplitter s) : splitter(std::move(s)) {}
-        ReasoningSplitter splitter;
+        Choice(const AnswerShape& shape, const Tokenizer& tokenizer) : answer(shape, tokenizer) {}
+        AnswerStream answer;
         std::string content, reasoning;
         Json logprobs = Json::array();           // chat: content entries; text: built at the end
         std::vector<std::string> legacy_tokens;  // text endpoint's logprobs
         std::vector<float> legacy_logprobs;
         Json legacy_top = Json::array();
         int64_t n_tokens = 0;
-        std::optional<chat::ToolCallStream> tool_stream;
         std::vector<chat::ToolCall> tool_calls;
         std::string finish_reason;
-        Clock::time_point last_token;
     };
 
     // Streaming: the response head and, for chat, each choice's first delta (the role); sent at
@@ -87,10 +76,9 @@ class CompletionJob final : public JobListener {
     Json head(bool chunk) const;  // id, object, created, model, system_fingerprint
     Json chunk_head() const;
     Json token_logprobs_entry(const TokenLogprobs& lp) const;
-    void send_delta(int choice, const SplitText& text, const Json* logprobs);
-    // Content through the choice's tool-call parser (when there is one): returns what to show
-    // now; the calls completed are given ids, kept, and added to `calls` as stream deltas.
-    SplitText take_calls(int choice, SplitText text, bool at_end, Json& calls);
+    void send_delta(int choice, const AnswerPiece& piece, const Json* logprobs);
+    // A piece's completed calls: given ids, kept, and returned as stream deltas.
+    Json take_calls(int choice, AnswerPiece& piece);
     void send_calls(int choice, const Json& calls);
     Json tool_call_json(const chat::ToolCall& call, std::size_t index, bool delta) const;
     void send_event(const Json& chunk);
@@ -100,8 +88,8 @@ class CompletionJob final : public JobListener {
 
     CompletionSetup s_;
     std::vector<Choice> choices_;
+    LatencyObserver latency_;
     bool begun_ = false;
-    bool any_token_ = false;
     bool cancelled_ = false;
 };
 

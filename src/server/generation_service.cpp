@@ -184,8 +184,8 @@ void GenerationService::take_requests() {
                 job.ended[c] = true;
                 ++job.n_ended;
                 --running_sequences_;
-                job.listener->on_choice_end(static_cast<int>(c), StopReason::Cancelled,
-                                            SequenceStats{});
+                job.listener->on_choice_end(static_cast<int>(c),
+                                            ChoiceEnd{StopReason::Cancelled, {}, {}});
             }
         }
         end_job_if_done(id);
@@ -223,14 +223,8 @@ void GenerationService::admit() {
 
 void GenerationService::start_choice(Job& job, int choice) {
     const auto c = static_cast<std::size_t>(choice);
-    SequenceParams p;
-    p.prompt = job.spec.prompt;
-    p.sampling = job.spec.sampling;
+    SequenceParams p = job.spec.sequence;
     p.sampling.seed += static_cast<uint64_t>(choice);
-    p.n_predict = job.spec.max_tokens;
-    p.stop = job.spec.stop;
-    p.ignore_eog = job.spec.ignore_eos;
-    p.grammar = job.spec.grammar;
     if (job.spec.top_logprobs >= 0) {
         Job* j = &job;
         p.on_logits = [j, c](int64_t, std::span<const float> row) {
@@ -252,8 +246,8 @@ void GenerationService::start_choice(Job& job, int choice) {
             job.ended[k] = true;
             ++job.n_ended;
             --running_sequences_;
-            job.listener->on_choice_end(static_cast<int>(k), StopReason::Cancelled,
-                                        SequenceStats{});
+            job.listener->on_choice_end(static_cast<int>(k),
+                                        ChoiceEnd{StopReason::Cancelled, {}, {}});
         }
         end_job_if_done(job.id);
     }
@@ -278,13 +272,14 @@ void GenerationService::dispatch(const std::vector<SequenceEvent>& events) {
                 start_choice(job, k);
         }
         if (!e.finished) continue;
-        const SequenceStats stats = engine_->result(e.id).stats;
+        const SequenceResult& result = engine_->result(e.id);
+        const ChoiceEnd end{e.stop, result.stop_string, result.stats};
         engine_->release(e.id);
         by_sequence_.erase(e.id);
         job.ended[c] = true;
         ++job.n_ended;
         --running_sequences_;
-        job.listener->on_choice_end(choice, e.stop, stats);
+        job.listener->on_choice_end(choice, end);
         // The first choice ended before its first token (cancelled, or its cache was full): the
         // others never start.
         if (choice == 0 && !job.prompt_done) {
@@ -293,7 +288,7 @@ void GenerationService::dispatch(const std::vector<SequenceEvent>& events) {
                 job.ended[k] = true;
                 ++job.n_ended;
                 --running_sequences_;
-                job.listener->on_choice_end(static_cast<int>(k), e.stop, SequenceStats{});
+                job.listener->on_choice_end(static_cast<int>(k), ChoiceEnd{e.stop, {}, {}});
             }
         }
         end_job_if_done(job_id);

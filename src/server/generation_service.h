@@ -35,14 +35,18 @@ struct TokenLogprobs {
 };
 
 struct JobSpec {
-    std::vector<int32_t> prompt;
-    SamplingParams sampling;  // choice i draws with seed + i
-    int64_t max_tokens = -1;
-    std::vector<std::string> stop;
-    bool ignore_eos = false;
+    // What every choice's sequence is given (choice i draws with sampling.seed + i); on_logits,
+    // continue_from and keep are the service's.
+    SequenceParams sequence;
     int n = 1;
-    int top_logprobs = -1;                              // -1: no log-probabilities
-    std::shared_ptr<grammar::CompiledGrammar> grammar;  // every choice's answer follows it
+    int top_logprobs = -1;  // -1: no log-probabilities
+};
+
+// How a choice ended.
+struct ChoiceEnd {
+    StopReason reason = StopReason::MaxTokens;
+    std::string stop_string;  // the one that ended it, when reason is StopString
+    SequenceStats stats;
 };
 
 // What a job hears; every call on the engine thread.
@@ -53,7 +57,7 @@ class JobListener {
     // empty: part of a character), its log-probabilities when asked for.
     virtual void on_token(int choice, int32_t token, const std::string& text,
                           const TokenLogprobs* logprobs) = 0;
-    virtual void on_choice_end(int choice, StopReason reason, const SequenceStats& stats) = 0;
+    virtual void on_choice_end(int choice, const ChoiceEnd& end) = 0;
     // Every choice ended (or the job was cancelled before it started: `started` false).
     virtual void on_job_end(bool started) = 0;
 };

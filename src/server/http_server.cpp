@@ -64,7 +64,7 @@ struct HttpServer::Impl {
     tcp::acceptor acceptor{ioc};
     HttpLimits limits;
     HttpHandler handler;
-    std::function<HttpResponse(int, std::string)> error_response;
+    std::function<HttpResponse(int, std::string, std::string_view)> error_response;
     std::atomic<std::size_t> connections{0};
     std::vector<std::weak_ptr<Session>> sessions;  // pruned as they end
 
@@ -273,7 +273,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
     void respond_error(int status, std::string message) {
         disarm(deadline_);
-        HttpResponse r = server_.error_response(status, std::move(message));
+        // The path, when the request line was read: the error takes that API's shape.
+        std::string path;
+        if (parser_) {
+            const auto target = sv(parser_->get().target());
+            path = std::string(target.substr(0, target.find('?')));
+        }
+        HttpResponse r = server_.error_response(status, std::move(message), path);
         started_ = ending_ = response_done_ = false;
         send(std::move(r));
     }
@@ -457,8 +463,9 @@ void HttpServer::Impl::accept() {
     });
 }
 
-HttpServer::HttpServer(const std::string& host, int port, HttpLimits limits, HttpHandler handler,
-                       std::function<HttpResponse(int, std::string)> error_response)
+HttpServer::HttpServer(
+    const std::string& host, int port, HttpLimits limits, HttpHandler handler,
+    std::function<HttpResponse(int, std::string, std::string_view)> error_response)
     : impl_(std::make_unique<Impl>()) {
     impl_->limits = limits;
     impl_->handler = std::move(handler);

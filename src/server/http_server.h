@@ -77,9 +77,11 @@ class HttpServer {
   public:
     // Binds and listens (port 0: any free port, see port()). Throws IoError naming the address.
     // `error_response` builds the answer to a request the server refuses itself (431 header too
-    // large, 413 body too large, 400 malformed, 503 too many connections).
+    // large, 413 body too large, 400 malformed, 503 too many connections), given the request's
+    // path when its header was read (else empty).
     HttpServer(const std::string& host, int port, HttpLimits limits, HttpHandler handler,
-               std::function<HttpResponse(int status, std::string message)> error_response);
+               std::function<HttpResponse(int status, std::string message, std::string_view path)>
+                   error_response);
     ~HttpServer();
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;

@@ -77,4 +77,19 @@ std::string Metrics::render(const ServiceCounters& s) const {
     return out;
 }
 
+void LatencyObserver::token(int choice) {
+    const auto now = std::chrono::steady_clock::now();
+    auto& last = last_[static_cast<std::size_t>(choice)];
+    if (metrics_ != nullptr) {
+        if (!any_)
+            metrics_->observe_time_to_first_token(
+                std::chrono::duration<double>(now - arrival_).count());
+        else if (last)
+            metrics_->observe_inter_token_latency(
+                std::chrono::duration<double>(now - *last).count());
+    }
+    any_ = true;
+    last = now;
+}
+
 }  // namespace minfer::server

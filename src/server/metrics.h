@@ -4,10 +4,13 @@
 // token and the inter-token latency. Thread-safe.
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "server/generation_service.h"
 
@@ -37,6 +40,21 @@ class Metrics {
     std::map<int, uint64_t> requests_by_status_;
     uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
     Histogram ttft_, itl_;
+};
+
+// The latency figures of one request, observed as its tokens come: the time from its arrival to
+// its first token, and between the tokens of each choice. Not thread-safe (the engine thread's).
+class LatencyObserver {
+  public:
+    LatencyObserver(Metrics* metrics, std::chrono::steady_clock::time_point arrival, int n_choices)
+        : metrics_(metrics), arrival_(arrival), last_(static_cast<std::size_t>(n_choices)) {}
+    void token(int choice);
+
+  private:
+    Metrics* metrics_;  // none: nothing observed
+    std::chrono::steady_clock::time_point arrival_;
+    bool any_ = false;
+    std::vector<std::optional<std::chrono::steady_clock::time_point>> last_;  // per choice
 };
 
 }  // namespace minfer::server

@@ -90,6 +90,20 @@ TEST_F(SequenceOutputTest, HoldsBackWhatMayStartAStopStringAndCutsBeforeIt) {
     EXPECT_EQ(other.finish(), " upon");  // no stop came: the held-back text at the end
 }
 
+// Several stop strings: the earliest in the text ends it, and is the one named (Anthropic's
+// stop_sequence), whatever its place in the list.
+TEST_F(SequenceOutputTest, NamesTheStopStringThatEndedIt) {
+    OutputParams p = greedy();
+    p.stop = {" a", "upon"};
+    SequenceOutput out(p, {}, *tokenizer_, n_vocab(), 1);
+    EXPECT_EQ(out.stop_string(), "");
+    std::string shown = out.emit(token_of("Once"));
+    shown += out.emit(token_of("upon"));
+    EXPECT_TRUE(out.stop_string_seen());
+    EXPECT_EQ(out.stop_string(), "upon");
+    EXPECT_EQ(shown, " Once ");
+}
+
 TEST_F(SequenceOutputTest, TheGrammarMasksTheChoiceAndEndsAWholeAnswer) {
     OutputParams p = greedy();
     const auto vocabulary = std::make_shared<const grammar::GrammarVocabulary>(*tokenizer_);

@@ -30,10 +30,10 @@ class Recorder final : public JobListener {
         text_[choice] += text;
         if (lp != nullptr) logprobs_.push_back(*lp);
     }
-    void on_choice_end(int choice, StopReason reason, const SequenceStats& stats) override {
+    void on_choice_end(int choice, const ChoiceEnd& end) override {
         std::lock_guard lock(mutex_);
-        stops_[choice] = reason;
-        reused_[choice] = stats.n_reused;
+        stops_[choice] = end.reason;
+        reused_[choice] = end.stats.n_reused;
     }
     void on_job_end(bool started) override {
         std::lock_guard lock(mutex_);
@@ -91,10 +91,10 @@ std::vector<int32_t> random_prompt(std::size_t n, unsigned seed) {
 
 JobSpec greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
     JobSpec s;
-    s.prompt = std::move(prompt);
-    s.sampling.temperature = 0.0f;
-    s.max_tokens = max_tokens;
-    s.ignore_eos = true;
+    s.sequence.prompt = std::move(prompt);
+    s.sequence.sampling.temperature = 0.0f;
+    s.sequence.n_predict = max_tokens;
+    s.sequence.ignore_eog = true;
     return s;
 }
 

@@ -32,20 +32,20 @@ std::string refused_param(const std::string& body, bool chat = true) {
 }
 
 TEST(OpenAiRequest, FieldsLeftOutTakeTheServersDefaults) {
-    const ChatRequest r =
+    const GenerationRequest r =
         parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}]})", defaults());
-    EXPECT_FLOAT_EQ(r.gen.sampling.temperature, 0.5f);
-    EXPECT_EQ(r.gen.sampling.top_k, 7);
-    EXPECT_EQ(r.gen.max_tokens, -1);
-    EXPECT_EQ(r.gen.n, 1);
-    EXPECT_FALSE(r.gen.stream);
-    EXPECT_EQ(r.gen.logprobs, -1);
-    EXPECT_FALSE(r.gen.seed_given);
-    EXPECT_TRUE(r.tools.is_null());
+    EXPECT_FLOAT_EQ(r.sampling.temperature, 0.5f);
+    EXPECT_EQ(r.sampling.top_k, 7);
+    EXPECT_EQ(r.max_tokens, -1);
+    EXPECT_EQ(r.n, 1);
+    EXPECT_FALSE(r.stream);
+    EXPECT_EQ(r.logprobs, -1);
+    EXPECT_FALSE(r.seed_given);
+    EXPECT_TRUE(r.chat().tools.is_null());
 }
 
 TEST(OpenAiRequest, ReadsEveryField) {
-    const ChatRequest r = parse_chat_request(R"({
+    const GenerationRequest r = parse_chat_request(R"({
         "model": "gpt-4o", "messages": [{"role": "system", "content": "be brief"},
                                         {"role": "user", "content": [{"type": "text", "text": "a"},
                                                                      {"type": "text", "text": "b"}]}],
@@ -56,24 +56,24 @@ TEST(OpenAiRequest, ReadsEveryField) {
         "ignore_eos": true, "tools": [{"type": "function", "function": {"name": "f"}}],
         "tool_choice": "auto",
         "chat_template_kwargs": {"enable_thinking": false}, "some_unknown_field": [1, 2]})",
-                                             defaults());
-    EXPECT_EQ(r.gen.model, "gpt-4o");
-    EXPECT_EQ(r.messages[1]["content"], "a\nb");
-    EXPECT_EQ(r.gen.sampling.temperature, 0.0f);
-    EXPECT_FLOAT_EQ(r.gen.sampling.top_p, 0.9f);
-    EXPECT_EQ(r.gen.sampling.top_k, 3);
-    EXPECT_EQ(r.gen.sampling.seed, 42u);
-    EXPECT_TRUE(r.gen.seed_given);
-    EXPECT_EQ(r.gen.stop, (std::vector<std::string>{"x", "y"}));
-    EXPECT_EQ(r.gen.n, 2);
-    EXPECT_TRUE(r.gen.stream && r.gen.include_usage && r.gen.ignore_eos);
-    EXPECT_EQ(r.gen.max_tokens, 9);  // max_completion_tokens wins
-    EXPECT_EQ(r.gen.logprobs, 4);
-    EXPECT_FLOAT_EQ(r.gen.sampling.logit_bias.at(5), 2.0f);
-    EXPECT_TRUE(std::isinf(r.gen.sampling.logit_bias.at(6)));  // -100 bans
-    EXPECT_EQ(r.tools.size(), 1u);
-    EXPECT_EQ(r.template_kwargs["tool_choice"], "auto");
-    EXPECT_EQ(r.template_kwargs["enable_thinking"], false);
+                                                   defaults());
+    EXPECT_EQ(r.model, "gpt-4o");
+    EXPECT_EQ(r.chat().messages[1]["content"], "a\nb");
+    EXPECT_EQ(r.sampling.temperature, 0.0f);
+    EXPECT_FLOAT_EQ(r.sampling.top_p, 0.9f);
+    EXPECT_EQ(r.sampling.top_k, 3);
+    EXPECT_EQ(r.sampling.seed, 42u);
+    EXPECT_TRUE(r.seed_given);
+    EXPECT_EQ(r.stop, (std::vector<std::string>{"x", "y"}));
+    EXPECT_EQ(r.n, 2);
+    EXPECT_TRUE(r.stream && r.include_usage && r.ignore_eos);
+    EXPECT_EQ(r.max_tokens, 9);  // max_completion_tokens wins
+    EXPECT_EQ(r.logprobs, 4);
+    EXPECT_FLOAT_EQ(r.sampling.logit_bias.at(5), 2.0f);
+    EXPECT_TRUE(std::isinf(r.sampling.logit_bias.at(6)));  // -100 bans
+    EXPECT_EQ(r.chat().tools.size(), 1u);
+    EXPECT_EQ(r.chat().template_kwargs["tool_choice"], "auto");
+    EXPECT_EQ(r.chat().template_kwargs["enable_thinking"], false);
 }
 
 TEST(OpenAiRequest, EveryBadFieldIsA400NamingIt) {
@@ -123,11 +123,18 @@ TEST(OpenAiRequest, EveryBadFieldIsA400NamingIt) {
 }
 
 TEST(OpenAiRequest, CompletionPrompts) {
-    EXPECT_EQ(*parse_completion_request(R"({"prompt":"hi"})", defaults()).prompt_text, "hi");
-    EXPECT_EQ(*parse_completion_request(R"({"prompt":["hi"]})", defaults()).prompt_text, "hi");
     EXPECT_EQ(
-        parse_completion_request(R"({"prompt":[1,2,3],"logprobs":5})", defaults()).prompt_tokens,
-        (std::vector<int32_t>{1, 2, 3}));
+        *std::get<PromptInput>(parse_completion_request(R"({"prompt":"hi"})", defaults()).input)
+             .text,
+        "hi");
+    EXPECT_EQ(
+        *std::get<PromptInput>(parse_completion_request(R"({"prompt":["hi"]})", defaults()).input)
+             .text,
+        "hi");
+    EXPECT_EQ(std::get<PromptInput>(
+                  parse_completion_request(R"({"prompt":[1,2,3],"logprobs":5})", defaults()).input)
+                  .tokens,
+              (std::vector<int32_t>{1, 2, 3}));
     EXPECT_EQ(refused_param(R"({"prompt":["a","b"]})", false), "prompt");
     EXPECT_EQ(refused_param(R"({"prompt":[[1],[2]]})", false), "prompt");
     EXPECT_EQ(refused_param(R"({"prompt":[-1]})", false), "prompt");
@@ -153,22 +160,22 @@ const char* kTools = R"("tools":[{"type":"function","function":{"name":"f","para
 
 TEST(OpenAiRequest, ResponseFormatsAndGrammars) {
     EXPECT_FALSE(parse_chat_request(chat_with(R"("response_format":{"type":"text"})"), defaults())
-                     .gen.constraint);
-    const ChatRequest object =
+                     .constraint);
+    const GenerationRequest object =
         parse_chat_request(chat_with(R"("response_format":{"type":"json_object"})"), defaults());
-    ASSERT_TRUE(object.gen.constraint);
-    EXPECT_EQ(object.gen.constraint_field, "response_format");
-    const ChatRequest schema = parse_chat_request(
+    ASSERT_TRUE(object.constraint);
+    EXPECT_EQ(object.constraint_field, "response_format");
+    const GenerationRequest schema = parse_chat_request(
         chat_with(R"("response_format":{"type":"json_schema","json_schema":{"name":"n",
             "strict":true,"schema":{"type":"integer","minimum":3,"maximum":5}}})"),
         defaults());
-    ASSERT_TRUE(schema.gen.constraint);
-    EXPECT_NE(schema.gen.constraint->to_gbnf().find("[3-5]"), std::string::npos);
-    const ChatRequest grammar =
+    ASSERT_TRUE(schema.constraint);
+    EXPECT_NE(schema.constraint->to_gbnf().find("[3-5]"), std::string::npos);
+    const GenerationRequest grammar =
         parse_chat_request(chat_with(R"("grammar":"root ::= \"a\"")"), defaults());
-    EXPECT_EQ(grammar.gen.constraint_field, "grammar");
+    EXPECT_EQ(grammar.constraint_field, "grammar");
     EXPECT_TRUE(parse_completion_request(R"({"prompt":"x","grammar":"root ::= [0-9]"})", defaults())
-                    .gen.constraint);
+                    .constraint);
     // Refused, naming the field.
     EXPECT_EQ(refused_param(chat_with(R"("response_format":{"type":"yaml"})")), "response_format");
     EXPECT_EQ(refused_param(chat_with(R"("response_format":{"type":"json_schema"})")),
@@ -186,22 +193,25 @@ TEST(OpenAiRequest, ResponseFormatsAndGrammars) {
 }
 
 TEST(OpenAiRequest, ToolsAndToolChoice) {
-    const ChatRequest autod = parse_chat_request(chat_with(kTools), defaults());
-    EXPECT_EQ(autod.tool_choice.kind, ToolChoice::Kind::Auto);
-    EXPECT_TRUE(autod.parallel_tool_calls);
-    const ChatRequest named = parse_chat_request(
+    const GenerationRequest autod = parse_chat_request(chat_with(kTools), defaults());
+    EXPECT_EQ(autod.chat().tool_choice.kind, ToolChoice::Kind::Auto);
+    EXPECT_TRUE(autod.chat().parallel_tool_calls);
+    const GenerationRequest named = parse_chat_request(
         chat_with(
             std::string(kTools) +
             R"(,"tool_choice":{"type":"function","function":{"name":"g"}},"parallel_tool_calls":false)"),
         defaults());
-    EXPECT_EQ(named.tool_choice.kind, ToolChoice::Kind::Named);
-    EXPECT_EQ(named.tool_choice.name, "g");
-    EXPECT_FALSE(named.parallel_tool_calls);
+    EXPECT_EQ(named.chat().tool_choice.kind, ToolChoice::Kind::Named);
+    EXPECT_EQ(named.chat().tool_choice.name, "g");
+    EXPECT_FALSE(named.chat().parallel_tool_calls);
     EXPECT_EQ(
         parse_chat_request(chat_with(std::string(kTools) + R"(,"tool_choice":"none")"), defaults())
+            .chat()
             .tool_choice.kind,
         ToolChoice::Kind::None);
-    EXPECT_EQ(parse_chat_request(chat_with(R"("tool_choice":"none")"), defaults()).tool_choice.kind,
+    EXPECT_EQ(parse_chat_request(chat_with(R"("tool_choice":"none")"), defaults())
+                  .chat()
+                  .tool_choice.kind,
               ToolChoice::Kind::None);
     // Refused, naming the field.
     EXPECT_EQ(refused_param(chat_with(R"("tools":{})")), "tools");
