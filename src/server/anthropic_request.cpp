@@ -10,6 +10,24 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// A content block's type (the block must be an object).
+std::string block_type(const Json& block, const std::string& name) {
+    if (!block.is_object()) bad_field(name, concat("'", name, "' must be an object"));
+    return Fields(block).string("type").value_or("");
+}
+
+// A text block's text.
+std::string block_text(const Json& block, const std::string& name) {
+    const auto t = Fields(block).string("text");
+    if (!t) bad_field(name, concat("'", name, "' has no 'text'"));
+    return *t;
+}
+
+void append_text(std::string& text, const std::string& more) {
+    if (!text.empty() && !more.empty()) text += "\n";
+    text += more;
+}
+
 // The text of a text-only field: a string, or an array of {"type": "text", "text"} blocks
 // (joined by newlines).
 std::string text_of(const Json& value, const std::string& where) {
@@ -19,17 +37,12 @@ std::string text_of(const Json& value, const std::string& where) {
                                 json_kind(value)));
     std::string text;
     for (std::size_t i = 0; i < value.size(); ++i) {
-        const Json& block = value[i];
         const std::string name = concat(where, "[", i, "]");
-        if (!block.is_object()) bad_field(name, concat("'", name, "' must be an object"));
-        const auto type = Fields(block).string("type");
+        const std::string type = block_type(value[i], name);
         if (type != "text")
-            bad_field(name, concat("'", name, "' has type '", type.value_or(""),
+            bad_field(name, concat("'", name, "' has type '", type,
                                    "': only text blocks are supported here"));
-        const auto t = Fields(block).string("text");
-        if (!t) bad_field(name, concat("'", name, "' has no 'text'"));
-        if (!text.empty()) text += "\n";
-        text += *t;
+        append_text(text, block_text(value[i], name));
     }
     return text;
 }
@@ -39,11 +52,6 @@ std::string text_of(const Json& value, const std::string& where) {
         bad_field(where, concat("'", where, "' is an ", type,
                                 " block: minfer serves text models, which cannot read it"));
     bad_field(where, concat("'", where, "' has type '", type, "', which is not supported here"));
-}
-
-void append_text(std::string& text, const std::string& more) {
-    if (!text.empty() && !more.empty()) text += "\n";
-    text += more;
 }
 
 // One user message: its tool results (first, as Anthropic requires them) become "tool"
@@ -57,13 +65,10 @@ void add_user_message(const Json& content, const std::string& where, Json& out) 
     for (std::size_t i = 0; i < content.size(); ++i) {
         const Json& block = content[i];
         const std::string name = concat(where, "[", i, "]");
-        if (!block.is_object()) bad_field(name, concat("'", name, "' must be an object"));
+        const std::string type = block_type(block, name);
         const Fields f(block);
-        const std::string type = f.string("type").value_or("");
         if (type == "text") {
-            const auto t = f.string("text");
-            if (!t) bad_field(name, concat("'", name, "' has no 'text'"));
-            append_text(text, *t);
+            append_text(text, block_text(block, name));
         } else if (type == "tool_result") {
             const auto id = f.string("tool_use_id");
             if (!id || id->empty()) bad_field(name, concat("'", name, "' needs a 'tool_use_id'"));
@@ -87,13 +92,10 @@ Json assistant_message(const Json& content, const std::string& where) {
     for (std::size_t i = 0; i < content.size(); ++i) {
         const Json& block = content[i];
         const std::string name = concat(where, "[", i, "]");
-        if (!block.is_object()) bad_field(name, concat("'", name, "' must be an object"));
+        const std::string type = block_type(block, name);
         const Fields f(block);
-        const std::string type = f.string("type").value_or("");
         if (type == "text") {
-            const auto t = f.string("text");
-            if (!t) bad_field(name, concat("'", name, "' has no 'text'"));
-            append_text(text, *t);
+            append_text(text, block_text(block, name));
         } else if (type == "tool_use") {
             const auto id = f.string("id");
             const auto tool = f.string("name");

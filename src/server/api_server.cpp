@@ -361,154 +361,120 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
     // The rest parses JSON, renders templates and tokenizes: off the server's thread.
     const Endpoint endpoint =
         path.find("chat/") != std::string_view::npos ? Endpoint::Chat : Endpoint::Text;
-    state_->work->post(
-        [this, endpoint, request = std::move(request), reply = std::move(reply)]() mutable {
+    state_->work->post([this, endpoint, request = std::move(request), reply = std::move(reply)] {
+        try {
             if (request.path == "/tokenize" || request.path == "/detokenize")
                 return handle_tokenizer(request, reply);
             if (request.path == "/apply-template") return handle_apply_template(request, reply);
             if (request.path == "/v1/messages/count_tokens")
                 return handle_count_tokens(request, reply);
-            if (request.path == "/v1/messages") return handle_messages(std::move(request), reply);
-            handle_generation(endpoint, std::move(request), std::move(reply));
-        });
+            if (request.path == "/v1/messages") return handle_messages(request, reply);
+            handle_generation(endpoint, request, reply);
+        } catch (const ApiError& e) {
+            respond_error(request, reply, e);
+        } catch (const Error& e) {
+            respond_error(request, reply, ApiError(400, e.what()));
+        } catch (const std::exception& e) {
+            respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
+        }
+    });
+}
+
+ResponseContext ApiServer::response_context(const HttpRequest& request,
+                                            const std::shared_ptr<Reply>& reply,
+                                            const LoadedModel& m, Clock::time_point start) {
+    ResponseContext r;
+    r.reply = reply;
+    r.headers = cors_headers();
+    r.metrics = &state_->metrics;
+    r.tokenizer = m.tokenizer.get();
+    r.shutting_down = &state_->shutting_down;
+    r.arrival = start;
+    r.on_finished = [this, request, start](int status, int64_t p, int64_t g) {
+        log_access(request, status, p, g, start);
+    };
+    return r;
 }
 
 void ApiServer::handle_tokenizer(const HttpRequest& request, const std::shared_ptr<Reply>& reply) {
     const Tokenizer& tok = *state_->ready().model->loaded.tokenizer;
-    try {
-        if (request.path == "/detokenize") {
-            const auto ids = parse_detokenize_request(request.body, tok.n_vocab());
-            return respond(request, reply,
-                           json_response(200, {{"content", tok.detokenize(ids, false)}}));
-        }
-        const TokenizeRequest t = parse_tokenize_request(request.body);
-        Json tokens = Json::array();
-        for (const int32_t id : tok.tokenize(t.content, t.add_special, t.parse_special)) {
-            if (t.with_pieces)
-                tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
-            else
-                tokens.push_back(id);
-        }
-        respond(request, reply, json_response(200, {{"tokens", tokens}}));
-    } catch (const ApiError& e) {
-        respond_error(request, reply, e);
-    } catch (const Error& e) {
-        respond_error(request, reply, ApiError(400, e.what()));
+    if (request.path == "/detokenize") {
+        const auto ids = parse_detokenize_request(request.body, tok.n_vocab());
+        return respond(request, reply,
+                       json_response(200, {{"content", tok.detokenize(ids, false)}}));
     }
+    const TokenizeRequest t = parse_tokenize_request(request.body);
+    Json tokens = Json::array();
+    for (const int32_t id : tok.tokenize(t.content, t.add_special, t.parse_special)) {
+        if (t.with_pieces)
+            tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
+        else
+            tokens.push_back(id);
+    }
+    respond(request, reply, json_response(200, {{"tokens", tokens}}));
 }
 
 // llama-server's /apply-template: the prompt a chat request would be given, as text.
 void ApiServer::handle_apply_template(const HttpRequest& request,
                                       const std::shared_ptr<Reply>& reply) {
     const LoadedModel& m = state_->ready().model->loaded;
-    try {
-        const GenerationRequest chat =
-            parse_chat_request(request.body, options_.defaults, /*with_constraint=*/false);
-        const std::string text = render_chat_input(m, chat.chat());
-        respond(request, reply, json_response(200, {{"prompt", text}}));
-    } catch (const ApiError& e) {
-        respond_error(request, reply, e);
-    } catch (const Error& e) {
-        respond_error(request, reply, ApiError(400, e.what()));
-    } catch (const std::exception& e) {
-        respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
-    }
+    const GenerationRequest chat =
+        parse_chat_request(request.body, options_.defaults, /*with_constraint=*/false);
+    respond(request, reply, json_response(200, {{"prompt", render_chat_input(m, chat.chat())}}));
 }
 
 // Anthropic's /v1/messages/count_tokens: the prompt's length in tokens, tools included.
 void ApiServer::handle_count_tokens(const HttpRequest& request,
                                     const std::shared_ptr<Reply>& reply) {
     const LoadedModel& m = state_->ready().model->loaded;
-    try {
-        const GenerationRequest gen =
-            parse_messages_request(request.body, options_.defaults, /*count_only=*/true);
-        const auto tokens = tokenize_chat_prompt(m, render_chat_input(m, gen.chat()));
-        respond(request, reply,
-                json_response(200, {{"input_tokens", static_cast<int64_t>(tokens.size())}}));
-    } catch (const ApiError& e) {
-        respond_error(request, reply, e);
-    } catch (const Error& e) {
-        respond_error(request, reply, ApiError(400, e.what()));
-    } catch (const std::exception& e) {
-        respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
-    }
+    const GenerationRequest gen =
+        parse_messages_request(request.body, options_.defaults, /*count_only=*/true);
+    const auto tokens = tokenize_chat_prompt(m, render_chat_input(m, gen.chat()));
+    respond(request, reply,
+            json_response(200, {{"input_tokens", static_cast<int64_t>(tokens.size())}}));
 }
 
-void ApiServer::handle_messages(HttpRequest request, std::shared_ptr<Reply> reply) {
+void ApiServer::handle_messages(const HttpRequest& request, const std::shared_ptr<Reply>& reply) {
     const auto start = Clock::now();
     const auto [model, service] = state_->ready();
-    try {
-        const LoadedModel& m = model->loaded;
-        GenerationRequest gen = parse_messages_request(request.body, options_.defaults);
-        PreparedGeneration prepared = prepare_generation(
-            m, gen, service->n_ctx(), {options_.default_max_tokens, options_.seed_fixed},
-            state_->grammars);
-        MessagesSetup setup;
-        setup.shape = std::move(prepared.shape);
-        setup.stream = gen.stream;
-        setup.n_prompt = prepared.n_prompt;
-        setup.id = random_id("msg_");
-        setup.model = gen.model.empty() ? options_.alias : gen.model;
-        setup.reply = reply;
-        setup.headers = cors_headers();
-        setup.metrics = &state_->metrics;
-        setup.tokenizer = m.tokenizer.get();
-        setup.shutting_down = &state_->shutting_down;
-        setup.arrival = start;
-        setup.on_finished = [this, request, start](int status, int64_t p, int64_t g) {
-            log_access(request, status, p, g, start);
-        };
-        submit(service, std::move(prepared.spec), std::make_shared<MessagesJob>(std::move(setup)),
-               reply);
-    } catch (const ApiError& e) {
-        respond_error(request, reply, e);
-    } catch (const Error& e) {
-        respond_error(request, reply, ApiError(400, e.what()));
-    } catch (const std::exception& e) {
-        respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
-    }
+    const LoadedModel& m = model->loaded;
+    GenerationRequest gen = parse_messages_request(request.body, options_.defaults);
+    PreparedGeneration prepared =
+        prepare_generation(m, gen, service->n_ctx(),
+                           {options_.default_max_tokens, options_.seed_fixed}, state_->grammars);
+    MessagesSetup setup;
+    setup.shape = std::move(prepared.shape);
+    setup.stream = gen.stream;
+    setup.n_prompt = prepared.n_prompt;
+    setup.id = random_id("msg_");
+    setup.model = gen.model.empty() ? options_.alias : gen.model;
+    setup.response = response_context(request, reply, m, start);
+    submit(service, std::move(prepared.spec), std::make_shared<MessagesJob>(std::move(setup)),
+           reply);
 }
 
-void ApiServer::handle_generation(Endpoint endpoint, HttpRequest request,
-                                  std::shared_ptr<Reply> reply) {
+void ApiServer::handle_generation(Endpoint endpoint, const HttpRequest& request,
+                                  const std::shared_ptr<Reply>& reply) {
     const auto start = Clock::now();
     const auto [model, service] = state_->ready();
-    try {
-        const LoadedModel& m = model->loaded;
-        GenerationRequest gen = endpoint == Endpoint::Chat
-                                    ? parse_chat_request(request.body, options_.defaults)
-                                    : parse_completion_request(request.body, options_.defaults);
-        PreparedGeneration prepared = prepare_generation(
-            m, gen, service->n_ctx(), {options_.default_max_tokens, options_.seed_fixed},
-            state_->grammars);
-        if (gen.model.empty()) gen.model = options_.alias;
-
-        CompletionSetup setup;
-        setup.endpoint = endpoint;
-        setup.shape = std::move(prepared.shape);
-        setup.n_prompt = prepared.n_prompt;
-        setup.id = random_id(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
-        setup.created = std::time(nullptr);
-        setup.model = gen.model;
-        setup.reply = reply;
-        setup.headers = cors_headers();
-        setup.metrics = &state_->metrics;
-        setup.tokenizer = m.tokenizer.get();
-        setup.shutting_down = &state_->shutting_down;
-        setup.arrival = start;
-        setup.on_finished = [this, request, start](int status, int64_t p, int64_t g) {
-            log_access(request, status, p, g, start);
-        };
-        setup.request = std::move(gen);
-        submit(service, std::move(prepared.spec), std::make_shared<CompletionJob>(std::move(setup)),
-               reply);
-    } catch (const ApiError& e) {
-        respond_error(request, reply, e);
-    } catch (const Error& e) {
-        respond_error(request, reply, ApiError(400, e.what()));
-    } catch (const std::exception& e) {
-        respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
-    }
+    const LoadedModel& m = model->loaded;
+    GenerationRequest gen = endpoint == Endpoint::Chat
+                                ? parse_chat_request(request.body, options_.defaults)
+                                : parse_completion_request(request.body, options_.defaults);
+    PreparedGeneration prepared =
+        prepare_generation(m, gen, service->n_ctx(),
+                           {options_.default_max_tokens, options_.seed_fixed}, state_->grammars);
+    CompletionSetup setup;
+    setup.endpoint = endpoint;
+    setup.shape = std::move(prepared.shape);
+    setup.n_prompt = prepared.n_prompt;
+    setup.id = random_id(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
+    setup.created = std::time(nullptr);
+    setup.model = gen.model.empty() ? options_.alias : gen.model;
+    setup.response = response_context(request, reply, m, start);
+    setup.request = std::move(gen);
+    submit(service, std::move(prepared.spec), std::make_shared<CompletionJob>(std::move(setup)),
+           reply);
 }
 
 void ApiServer::submit(const std::shared_ptr<GenerationService>& service, JobSpec spec,

@@ -25,6 +25,7 @@ class ApiError;
 class GenerationService;
 class JobListener;
 struct JobSpec;
+struct ResponseContext;
 enum class LogFormat { Text, Json };
 
 struct ServerOptions {
@@ -74,11 +75,16 @@ class ApiServer {
     struct State;
     void start_loading();
     void handle(HttpRequest request, std::shared_ptr<Reply> reply);
-    void handle_generation(Endpoint endpoint, HttpRequest request, std::shared_ptr<Reply> reply);
+    // The handlers below run on a worker thread; what they throw is answered as an error.
+    void handle_generation(Endpoint endpoint, const HttpRequest& request,
+                           const std::shared_ptr<Reply>& reply);
     void handle_tokenizer(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
     void handle_apply_template(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
     void handle_count_tokens(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
-    void handle_messages(HttpRequest request, std::shared_ptr<Reply> reply);
+    void handle_messages(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
+    ResponseContext response_context(const HttpRequest& request,
+                                     const std::shared_ptr<Reply>& reply, const LoadedModel& m,
+                                     std::chrono::steady_clock::time_point start);
     // Hands a prepared job to the service (ApiError 503 when it refuses) and cancels it when the
     // client goes.
     void submit(const std::shared_ptr<GenerationService>& service, JobSpec spec,

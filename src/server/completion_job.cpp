@@ -45,9 +45,9 @@ std::string dump_json(const nlohmann::ordered_json& value) {
 }
 
 CompletionJob::CompletionJob(CompletionSetup setup)
-    : s_(std::move(setup)), latency_(s_.metrics, s_.arrival, s_.request.n) {
+    : s_(std::move(setup)), latency_(s_.response.metrics, s_.response.arrival, s_.request.n) {
     choices_.reserve(static_cast<std::size_t>(s_.request.n));
-    for (int i = 0; i < s_.request.n; ++i) choices_.emplace_back(s_.shape, *s_.tokenizer);
+    for (int i = 0; i < s_.request.n; ++i) choices_.emplace_back(s_.shape, *s_.response.tokenizer);
 }
 
 CompletionJob::Json CompletionJob::tool_call_json(const chat::ToolCall& call, std::size_t index,
@@ -87,7 +87,7 @@ CompletionJob::Json CompletionJob::chunk_head() const {
 }
 
 std::string CompletionJob::piece(int32_t token) const {
-    return s_.tokenizer->token_to_piece(token, /*show_special=*/true);
+    return s_.response.tokenizer->token_to_piece(token, /*show_special=*/true);
 }
 
 CompletionJob::Json CompletionJob::token_logprobs_entry(const TokenLogprobs& lp) const {
@@ -103,18 +103,13 @@ CompletionJob::Json CompletionJob::token_logprobs_entry(const TokenLogprobs& lp)
 }
 
 void CompletionJob::send_event(const Json& chunk) {
-    s_.reply->write(concat("data: ", dump_json(chunk), "\n\n"));
+    s_.response.reply->write(concat("data: ", dump_json(chunk), "\n\n"));
 }
 
 void CompletionJob::begin() {
     if (begun_ || !s_.request.stream) return;
     begun_ = true;
-    HttpResponse head;
-    head.content_type = "text/event-stream";
-    head.headers = s_.headers;
-    head.headers.emplace_back("Cache-Control", "no-cache");
-    head.headers.emplace_back("X-Accel-Buffering", "no");  // nginx: do not buffer the stream
-    s_.reply->start_stream(std::move(head));
+    s_.response.start_event_stream();
     if (s_.endpoint != Endpoint::Chat) return;
     for (int i = 0; i < s_.request.n; ++i) {
         Json chunk = chunk_head();
@@ -207,7 +202,7 @@ void CompletionJob::on_choice_end(int choice, const ChoiceEnd& end) {
     c.reasoning += rest.reasoning;
     c.finish_reason = finish_reason_of(end.reason);
     if (!c.tool_calls.empty() && c.finish_reason == "stop") c.finish_reason = "tool_calls";
-    if (!s_.request.stream || s_.reply->client_gone()) return;
+    if (!s_.request.stream || s_.response.reply->client_gone()) return;
     send_delta(choice, rest, nullptr);
     send_calls(choice, calls);
     Json ch;
@@ -281,11 +276,10 @@ CompletionJob::Json CompletionJob::final_response() const {
 
 void CompletionJob::on_job_end(bool started) {
     if (started) begin();
+    const ResponseContext& r = s_.response;
     const Json u = usage();
-    const int64_t generated = u["completion_tokens"].get<int64_t>();
-    const bool shutdown = s_.shutting_down && s_.shutting_down->load();
     int status = 200;
-    if (s_.reply->client_gone()) {
+    if (r.reply->client_gone()) {
         status = 499;  // nginx's "client closed the request"
     } else if (s_.request.stream && begun_) {
         if (s_.request.include_usage) {
@@ -294,27 +288,15 @@ void CompletionJob::on_job_end(bool started) {
             chunk["usage"] = u;
             send_event(chunk);
         }
-        s_.reply->write("data: [DONE]\n\n");
-        s_.reply->end();
-    } else if (!started || (cancelled_ && shutdown)) {
+        r.reply->write("data: [DONE]\n\n");
+        r.reply->end();
+    } else if (!started || (cancelled_ && r.shutting_down_now())) {
         status = 503;
-        HttpResponse r;
-        r.status = status;
-        r.headers = s_.headers;
-        r.headers.emplace_back("Retry-After", "1");
-        r.body = error_body(status, "the server is shutting down");
-        s_.reply->send(std::move(r));
+        r.send_json(status, error_body(status, "the server is shutting down"));
     } else {
-        HttpResponse r;
-        r.headers = s_.headers;
-        r.body = dump_json(final_response());
-        s_.reply->send(std::move(r));
+        r.send_json(200, dump_json(final_response()));
     }
-    if (s_.metrics) {
-        s_.metrics->count_request(status);
-        s_.metrics->count_tokens(started ? s_.n_prompt : 0, generated);
-    }
-    if (s_.on_finished) s_.on_finished(status, s_.n_prompt, generated);
+    r.finished(status, started ? s_.n_prompt : 0, u["completion_tokens"].get<int64_t>());
 }
 
 }  // namespace minfer::server

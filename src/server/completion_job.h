@@ -20,6 +20,7 @@
 #include "server/generation_service.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/response_context.h"
 #include "tokenizer/tokenizer.h"
 
 namespace minfer::server {
@@ -34,14 +35,7 @@ struct CompletionSetup {
     std::string id;  // "chatcmpl-..." / "cmpl-..."
     int64_t created = 0;
     std::string model;
-    std::shared_ptr<Reply> reply;
-    HttpHeaders headers;  // more response headers (CORS)
-    Metrics* metrics = nullptr;
-    const Tokenizer* tokenizer = nullptr;
-    const std::atomic<bool>* shutting_down = nullptr;
-    std::chrono::steady_clock::time_point arrival;
-    // Called once at the end with the status sent and the token counts (the access log).
-    std::function<void(int status, int64_t prompt_tokens, int64_t generated_tokens)> on_finished;
+    ResponseContext response;
 };
 
 class CompletionJob final : public JobListener {

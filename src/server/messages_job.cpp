@@ -43,11 +43,13 @@ std::string new_tool_use_id() {
 }  // namespace
 
 MessagesJob::MessagesJob(MessagesSetup setup)
-    : s_(std::move(setup)), answer_(s_.shape, *s_.tokenizer), latency_(s_.metrics, s_.arrival, 1) {}
+    : s_(std::move(setup)),
+      answer_(s_.shape, *s_.response.tokenizer),
+      latency_(s_.response.metrics, s_.response.arrival, 1) {}
 
 void MessagesJob::event(const char* name, Json data) {
-    if (s_.stream && !s_.reply->client_gone())
-        s_.reply->write(concat("event: ", name, "\ndata: ", dump_json(data), "\n\n"));
+    if (s_.stream && !s_.response.reply->client_gone())
+        s_.response.reply->write(concat("event: ", name, "\ndata: ", dump_json(data), "\n\n"));
     const std::string type = data["type"].get<std::string>();
     if (type == "content_block_start") {
         content_.push_back(std::move(data["content_block"]));
@@ -84,12 +86,7 @@ void MessagesJob::begin() {
     if (begun_) return;
     begun_ = true;
     if (!s_.stream) return;
-    HttpResponse head;
-    head.content_type = "text/event-stream";
-    head.headers = s_.headers;
-    head.headers.emplace_back("Cache-Control", "no-cache");
-    head.headers.emplace_back("X-Accel-Buffering", "no");  // nginx: do not buffer the stream
-    s_.reply->start_stream(std::move(head));
+    s_.response.start_event_stream();
     event("message_start", {{"type", "message_start"}, {"message", message(false)}});
 }
 
@@ -176,12 +173,12 @@ void MessagesJob::on_choice_end(int, const ChoiceEnd& end) {
 
 void MessagesJob::on_job_end(bool started) {
     if (started) begin();
-    const bool shutdown = s_.shutting_down && s_.shutting_down->load();
+    const ResponseContext& r = s_.response;
     int status = 200;
-    if (s_.reply->client_gone()) {
+    if (r.reply->client_gone()) {
         status = 499;  // nginx's "client closed the request"
     } else if (s_.stream && begun_) {
-        if (cancelled_ && shutdown) {
+        if (cancelled_ && r.shutting_down_now()) {
             event("error", anthropic_error(503, "the server is shutting down"));
         } else {
             event("message_delta",
@@ -192,26 +189,14 @@ void MessagesJob::on_job_end(bool started) {
                    {"usage", {{"output_tokens", n_tokens_}}}});
             event("message_stop", {{"type", "message_stop"}});
         }
-        s_.reply->end();
-    } else if (!started || (cancelled_ && shutdown)) {
+        r.reply->end();
+    } else if (!started || (cancelled_ && r.shutting_down_now())) {
         status = 503;
-        HttpResponse r;
-        r.status = status;
-        r.headers = s_.headers;
-        r.headers.emplace_back("Retry-After", "1");
-        r.body = anthropic_error_body(status, "the server is shutting down");
-        s_.reply->send(std::move(r));
+        r.send_json(status, anthropic_error_body(status, "the server is shutting down"));
     } else {
-        HttpResponse r;
-        r.headers = s_.headers;
-        r.body = dump_json(message(/*final=*/true));
-        s_.reply->send(std::move(r));
+        r.send_json(200, dump_json(message(/*final=*/true)));
     }
-    if (s_.metrics) {
-        s_.metrics->count_request(status);
-        s_.metrics->count_tokens(started ? s_.n_prompt : 0, n_tokens_);
-    }
-    if (s_.on_finished) s_.on_finished(status, s_.n_prompt, n_tokens_);
+    r.finished(status, started ? s_.n_prompt : 0, n_tokens_);
 }
 
 }  // namespace minfer::server

@@ -21,6 +21,7 @@
 #include "server/generation_service.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/response_context.h"
 
 namespace minfer::server {
 
@@ -30,14 +31,7 @@ struct MessagesSetup {
     int64_t n_prompt = 0;
     std::string id;  // "msg_..."
     std::string model;
-    std::shared_ptr<Reply> reply;
-    HttpHeaders headers;  // more response headers (CORS)
-    Metrics* metrics = nullptr;
-    const Tokenizer* tokenizer = nullptr;
-    const std::atomic<bool>* shutting_down = nullptr;
-    std::chrono::steady_clock::time_point arrival;
-    // Called once at the end with the status sent and the token counts (the access log).
-    std::function<void(int status, int64_t prompt_tokens, int64_t generated_tokens)> on_finished;
+    ResponseContext response;
 };
 
 class MessagesJob final : public JobListener {

@@ -7,12 +7,9 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import Anthropic from "@anthropic-ai/sdk";
 import Ajv from "ajv";
-import { fixture, startServer } from "./harness.mjs";
+import { fixture, startServer, thinkTemplate } from "./harness.mjs";
 
 const KEY = "sk-ant-test-key";
 let server, client;
@@ -271,13 +268,7 @@ test("refusals come in Anthropic's error shape through the SDK's error classes",
 test("thinking: a reasoning block comes back as a thinking block; the switch reaches the template", async (t) => {
   const model = fixture(t, "models/tiny-qwen2-q8_0.gguf");
   if (!model) return;
-  // A generation prompt that opens a reasoning block: the (random) model's answer is reasoning
-  // until it writes </think>, which it does not.
-  const dir = mkdtempSync(path.join(tmpdir(), "minfer-"));
-  const template = path.join(dir, "think.jinja");
-  writeFileSync(template, "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
-                          "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}{# </think> #}");
-  const thinker = await startServer(model, ["--template", template, "-t", "2"]);
+  const thinker = await startServer(model, ["--template", thinkTemplate(), "-t", "2"]);
   try {
     const c = new Anthropic({ baseURL: thinker.url, apiKey: "x", maxRetries: 0 });
     const params = { model: "m", max_tokens: 10, messages, temperature: 0 };

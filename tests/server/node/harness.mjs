@@ -4,7 +4,8 @@
 // MINFER_SERVE_DEVICE=vulkan (or any --device value) runs every server on that device.
 
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -79,4 +80,14 @@ export async function eventually(f, ms = 5000, what = "condition") {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+// A chat template file whose generation prompt opens a reasoning block: a (random) model's whole
+// answer is reasoning, since it does not write </think>.
+export function thinkTemplate() {
+  const dir = mkdtempSync(path.join(tmpdir(), "minfer-"));
+  const template = path.join(dir, "think.jinja");
+  writeFileSync(template, "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
+                          "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}{# </think> #}");
+  return template;
 }

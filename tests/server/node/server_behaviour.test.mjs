@@ -3,12 +3,9 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { writeFileSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import net from "node:net";
-import path from "node:path";
 import OpenAI from "openai";
-import { fixture, startServer, metrics, eventually } from "./harness.mjs";
+import { fixture, startServer, metrics, eventually, thinkTemplate } from "./harness.mjs";
 
 const messages = [{ role: "user", content: "Hello there" }];
 
@@ -101,13 +98,7 @@ test("SIGTERM lets a running stream finish within the timeout, then ends it and 
 test("reasoning between <think> tags comes back as reasoning_content", async (t) => {
   const model = fixture(t, "models/tiny-qwen2-q8_0.gguf");
   if (!model) return;
-  // A template whose generation prompt opens a reasoning block: all of the (random) model's
-  // answer is reasoning until it writes </think>, which it does not.
-  const dir = mkdtempSync(path.join(tmpdir(), "minfer-"));
-  const template = path.join(dir, "think.jinja");
-  writeFileSync(template, "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
-                          "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}{# </think> #}");
-  const server = await startServer(model, ["--template", template, "-t", "2"]);
+  const server = await startServer(model, ["--template", thinkTemplate(), "-t", "2"]);
   try {
     const client = new OpenAI({ baseURL: server.url + "/v1", apiKey: "x", maxRetries: 0 });
     const params = { model: "m", messages, temperature: 0, max_tokens: 10, ignore_eos: true };
