@@ -36,6 +36,7 @@
 #include "model/kv_spec.h"
 #include "quant/quant_mix.h"
 #include "runtime/benchmark.h"
+#include "runtime/model_summary.h"
 
 namespace minfer::cli {
 namespace {
@@ -124,20 +125,8 @@ std::string backend_label(const std::string& device) {
 }
 
 std::string model_type(const Model& model) {
-    const double params = static_cast<double>(model.n_params());
-    const double billions = params / 1e9;
-    std::string ftype;
-    if (auto ft = model.metadata().get_int_optional("general.file_type")) {
-        ftype = std::string(quant_mix_name(static_cast<QuantMix>(*ft)));
-    }
-    if (ftype.empty() || ftype == "?") {
-        const TensorInfo* t = model.file().find_tensor("blk.0.ffn_down.weight");
-        ftype =
-            std::string(type_name(t != nullptr ? t->type : model.file().tensors().front()->type));
-    }
-    const std::string size = params < 5e7 ? format_fixed(params / 1e6, 1) + "M"
-                                          : format_fixed(billions, billions < 10 ? 1 : 0) + "B";
-    return concat(model.hparams().architecture, " ", size, " ", ftype);
+    const ModelSummary s = summarize_model(model);
+    return concat(s.architecture, " ", s.parameter_size, " ", s.quantization);
 }
 
 std::vector<int> parse_int_list(const std::string& text, const char* flag, int lo) {

@@ -1,4 +1,4 @@
-// `minfer serve MODEL`: the OpenAI- and Anthropic-compatible HTTP server
+// `minfer serve MODEL`: the HTTP server for OpenAI's, Anthropic's and ollama's APIs
 // (src/server/api_server.h). The socket is bound first (a taken port fails at once), the model
 // loads while /health answers 503, then requests are served until SIGTERM or Ctrl-C, which stop
 // accepting, let running requests finish for --shutdown-timeout seconds, end the rest, and exit 0.
@@ -108,10 +108,10 @@ void check_sizes(const ServeOptions& o, const CLI::Option& prefill_chunk_option)
 
 void add_serve_command(CLI::App& app) {
     auto o = std::make_shared<ServeOptions>();
-    CLI::App* cmd = app.add_subcommand(
-        "serve",
-        "Serve the model over OpenAI's HTTP API (and Anthropic's /v1/messages), with a chat page "
-        "at /");
+    CLI::App* cmd = app.add_subcommand("serve",
+                                       "Serve the model over OpenAI's HTTP API (and Anthropic's "
+                                       "/v1/messages, ollama's /api/chat), "
+                                       "with a chat page at /");
     cmd->add_option("model", o->model, kModelHelp)->required();
     cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
     cmd->add_option("--port", o->port, "Port to listen on (0: any free port)")

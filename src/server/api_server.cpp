@@ -20,8 +20,12 @@
 #include "server/header_value.h"
 #include "server/messages_job.h"
 #include "server/metrics.h"
+#include "server/ollama_job.h"
+#include "server/ollama_models.h"
+#include "server/ollama_request.h"
 #include "server/openai_request.h"
 #include "server/reasoning_split.h"
+#include "server/request_fields.h"
 #include "server/work_queue.h"
 
 namespace minfer::server {
@@ -51,15 +55,40 @@ constexpr Route kRoutes[] = {
     {"/apply-template", "POST", true},
     {"/v1/messages", "POST", true},
     {"/v1/messages/count_tokens", "POST", true},
+    // ollama's
+    {"/api/chat", "POST", true},
+    {"/api/generate", "POST", true},
+    {"/api/tags", "GET", true},
+    {"/api/show", "POST", true},
+    {"/api/ps", "GET", true},
+    {"/api/version", "GET", false},
+    {"/api/embed", "POST", true},
+    {"/api/embeddings", "POST", true},
+    {"/api/pull", "POST", true},
+    {"/api/push", "POST", true},
+    {"/api/create", "POST", true},
+    {"/api/copy", "POST", true},
+    {"/api/delete", "DELETE", true},
 };
+
+// The version of ollama's API that /api/version reports: the one whose fields minfer follows
+// (clients compare it to decide what to send).
+constexpr const char* kOllamaApiVersion = "0.9.0";
 
 // Anthropic's API: its errors take Anthropic's shape.
 bool is_anthropic_path(std::string_view path) {
     return path.starts_with("/v1/messages");
 }
 
+// ollama's API: its errors are {"error": "message"}.
+bool is_ollama_path(std::string_view path) {
+    return path.starts_with("/api/");
+}
+
 std::string error_body_for(std::string_view path, const ApiError& e) {
-    return is_anthropic_path(path) ? anthropic_error_body(e.status(), e.what()) : error_body(e);
+    if (is_anthropic_path(path)) return anthropic_error_body(e.status(), e.what());
+    if (is_ollama_path(path)) return dump_json({{"error", e.what()}});
+    return error_body(e);
 }
 
 const Route* find_route(std::string_view path) {
@@ -356,8 +385,20 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
         return respond(request, reply,
                        json_response(200, {{"object", "list"}, {"data", Json::array({m})}}));
     }
+    if (path == "/api/version")
+        return respond(request, reply, json_response(200, {{"version", kOllamaApiVersion}}));
     if (!ready.service)
         return respond_error(request, reply, ApiError(503, "the model is still loading"));
+    if (path == "/api/tags" || path == "/api/ps") {
+        Json entry = ollama_model_entry(ready.model->loaded, options_.alias);
+        if (path == "/api/ps") {
+            entry["expires_at"] = "9999-12-31T23:59:59Z";  // loaded while the server runs
+            entry["size_vram"] = 0;
+            entry["context_length"] = ready.service->n_ctx();
+        }
+        return respond(request, reply,
+                       json_response(200, {{"models", Json::array({std::move(entry)})}}));
+    }
     // The rest parses JSON, renders templates and tokenizes: off the server's thread.
     const Endpoint endpoint =
         path.find("chat/") != std::string_view::npos ? Endpoint::Chat : Endpoint::Text;
@@ -369,6 +410,15 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
             if (request.path == "/v1/messages/count_tokens")
                 return handle_count_tokens(request, reply);
             if (request.path == "/v1/messages") return handle_messages(request, reply);
+            if (request.path == "/api/chat" || request.path == "/api/generate")
+                return handle_ollama_generation(request, reply);
+            if (request.path == "/api/show") return handle_ollama_show(request, reply);
+            if (is_ollama_path(request.path)) {
+                throw ApiError(501, concat(request.path, " is not supported by minfer serve yet",
+                                           request.path.starts_with("/api/embed")
+                                               ? ": minfer has no embeddings yet"
+                                               : ": it serves the model it was started with"));
+            }
             handle_generation(endpoint, request, reply);
         } catch (const ApiError& e) {
             respond_error(request, reply, e);
@@ -475,6 +525,49 @@ void ApiServer::handle_generation(Endpoint endpoint, const HttpRequest& request,
     setup.request = std::move(gen);
     submit(service, std::move(prepared.spec), std::make_shared<CompletionJob>(std::move(setup)),
            reply);
+}
+
+// ollama's /api/chat and /api/generate. A request without messages or prompt is ollama's way to
+// load the model: answered at once ("done_reason": "load").
+void ApiServer::handle_ollama_generation(const HttpRequest& request,
+                                         const std::shared_ptr<Reply>& reply) {
+    const auto start = Clock::now();
+    const bool chat = request.path == "/api/chat";
+    const auto [model, service] = state_->ready();
+    const LoadedModel& m = model->loaded;
+    GenerationRequest gen = chat ? parse_ollama_chat(request.body, options_.defaults)
+                                 : parse_ollama_generate(request.body, options_.defaults);
+    if (gen.is_chat() && gen.chat().messages.empty()) {
+        Json loaded = {{"model", gen.model}, {"created_at", ollama_time_now()}};
+        if (chat)
+            loaded["message"] = {{"role", "assistant"}, {"content", ""}};
+        else
+            loaded["response"] = "";
+        loaded["done"] = true;
+        loaded["done_reason"] = "load";
+        return respond(request, reply, json_response(200, loaded));
+    }
+    PreparedGeneration prepared =
+        prepare_generation(m, gen, service->n_ctx(),
+                           {options_.default_max_tokens, options_.seed_fixed}, state_->grammars);
+    OllamaSetup setup;
+    setup.chat = chat;
+    setup.shape = std::move(prepared.shape);
+    setup.stream = gen.stream;
+    setup.n_prompt = prepared.n_prompt;
+    setup.model = gen.model;
+    setup.response = response_context(request, reply, m, start);
+    submit(service, std::move(prepared.spec), std::make_shared<OllamaJob>(std::move(setup)), reply);
+}
+
+void ApiServer::handle_ollama_show(const HttpRequest& request,
+                                   const std::shared_ptr<Reply>& reply) {
+    const auto [model, service] = state_->ready();
+    const Json body = parse_json_object(request.body);
+    const Fields f(body);
+    if (!f.string("model") && !f.string("name")) bad_field("model", "'model' is required");
+    respond(request, reply,
+            json_response(200, ollama_show(model->loaded, options_.alias, service->n_ctx())));
 }
 
 void ApiServer::submit(const std::shared_ptr<GenerationService>& service, JobSpec spec,

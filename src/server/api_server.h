@@ -3,6 +3,7 @@
 // the generation service and the metrics. Routes:
 //   POST /v1/chat/completions, POST /v1/completions   (streamed as server-sent events on request)
 //   POST /v1/messages, POST /v1/messages/count_tokens (Anthropic's, with its error shape)
+//   POST /api/chat, /api/generate, /api/show, GET /api/tags, /api/ps, /api/version (ollama's)
 //   GET  /v1/models, GET /health, GET /metrics, POST /tokenize, POST /detokenize, GET / (chat page)
 // The socket is bound at once; the model loads in the background meanwhile (/health answers 503
 // until it is ready, the API 503 with Retry-After).
@@ -82,6 +83,8 @@ class ApiServer {
     void handle_apply_template(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
     void handle_count_tokens(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
     void handle_messages(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
+    void handle_ollama_generation(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
+    void handle_ollama_show(const HttpRequest& request, const std::shared_ptr<Reply>& reply);
     ResponseContext response_context(const HttpRequest& request,
                                      const std::shared_ptr<Reply>& reply, const LoadedModel& m,
                                      std::chrono::steady_clock::time_point start);

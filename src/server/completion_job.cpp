@@ -109,7 +109,7 @@ void CompletionJob::send_event(const Json& chunk) {
 void CompletionJob::begin() {
     if (begun_ || !s_.request.stream) return;
     begun_ = true;
-    s_.response.start_event_stream();
+    s_.response.start_stream("text/event-stream");
     if (s_.endpoint != Endpoint::Chat) return;
     for (int i = 0; i < s_.request.n; ++i) {
         Json chunk = chunk_head();

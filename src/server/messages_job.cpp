@@ -86,7 +86,7 @@ void MessagesJob::begin() {
     if (begun_) return;
     begun_ = true;
     if (!s_.stream) return;
-    s_.response.start_event_stream();
+    s_.response.start_stream("text/event-stream");
     event("message_start", {{"type", "message_start"}, {"message", message(false)}});
 }
 

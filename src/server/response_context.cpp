@@ -2,9 +2,9 @@
 
 namespace minfer::server {
 
-void ResponseContext::start_event_stream() const {
+void ResponseContext::start_stream(const char* content_type) const {
     HttpResponse head;
-    head.content_type = "text/event-stream";
+    head.content_type = content_type;
     head.headers = headers;
     head.headers.emplace_back("Cache-Control", "no-cache");
     head.headers.emplace_back("X-Accel-Buffering", "no");  // nginx: do not buffer the stream

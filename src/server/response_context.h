@@ -27,8 +27,9 @@ struct ResponseContext {
     std::function<void(int status, int64_t prompt_tokens, int64_t generated_tokens)> on_finished;
 
     bool shutting_down_now() const { return shutting_down != nullptr && shutting_down->load(); }
-    // Starts a stream of server-sent events (not cached, not buffered by nginx).
-    void start_event_stream() const;
+    // Starts a streamed answer of this type (server-sent events: "text/event-stream"; ollama's
+    // NDJSON: "application/x-ndjson"), not cached, not buffered by nginx.
+    void start_stream(const char* content_type) const;
     // A whole JSON answer (a 503 says when to retry).
     void send_json(int status, std::string body) const;
     // The request's end: counted in the metrics, written to the access log.
