@@ -206,8 +206,9 @@ TEST(JsonSchema, HostileSchemasEndInAnErrorOrABoundedGrammar) {
     for (int i = 0; i < 10000; ++i) deep += R"({"type": "array", "items": )";
     deep += "{}";
     for (int i = 0; i < 10000; ++i) deep += "}";
-    const Json parsed = Json::parse(deep);
-    EXPECT_NE(error_of(parsed.dump()).find("nests deeper than 128 levels"), std::string::npos);
+    // (The text as is: a parse and dump round trip would recurse 10,000 deep in nlohmann's
+    // serializer, beyond the stack under AddressSanitizer.)
+    EXPECT_NE(error_of(deep).find("nests deeper than 128 levels"), std::string::npos);
     // A huge enum.
     Json big = {{"enum", Json::array()}};
     for (int i = 0; i < 20000; ++i) big["enum"].push_back(i);
