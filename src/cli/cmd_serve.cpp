@@ -1,7 +1,9 @@
-// `minfer serve MODEL`: the HTTP server for OpenAI's, Anthropic's and ollama's APIs
-// (src/server/api_server.h). The socket is bound first (a taken port fails at once), the model
-// loads while /health answers 503, then requests are served until SIGTERM or Ctrl-C, which stop
-// accepting, let running requests finish for --shutdown-timeout seconds, end the rest, and exit 0.
+// `minfer serve [MODEL...]`: the HTTP server for OpenAI's, Anthropic's and ollama's APIs
+// (src/server/api_server.h). The socket is bound first (a taken port fails at once). One MODEL
+// loads at start while /health answers 503; several, or none (every model in the caches), load
+// when a request names them, within --max-models and --memory, and unload after --keep-alive.
+// Requests are served until SIGTERM or Ctrl-C, which stop accepting, let running requests finish
+// for --shutdown-timeout seconds, end the rest, and exit 0.
 
 #include <pthread.h>
 
@@ -23,15 +25,20 @@
 #include "core/error.h"
 #include "core/file_io.h"
 #include "core/log.h"
+#include "core/memory_limits.h"
+#include "hub/hub_settings.h"
 #include "hub/reference.h"
+#include "hub/resolver.h"
 #include "sampling/sampler.h"
 #include "server/api_server.h"
+#include "server/keep_alive.h"
+#include "server/model_catalog.h"
 
 namespace minfer::cli {
 namespace {
 
 struct ServeOptions {
-    std::string model;
+    std::vector<std::string> models;
     std::string host = "127.0.0.1";
     int port = 8080;
     int n_parallel = 4;
@@ -49,6 +56,10 @@ struct ServeOptions {
     double request_timeout = 10;
     int64_t n_predict = -1;
     std::string template_file;
+    int max_models = 3;
+    double memory_gib = 0;  // 0: what is free at start
+    std::string keep_alive;  // "": 5m with several models, forever with one
+    bool allow_pull = false;
     ContextFlags context;
     SamplingFlags sampling;
 };
@@ -72,13 +83,31 @@ std::string api_key_of(const ServeOptions& o) {
     return env != nullptr ? trimmed(env) : std::string();
 }
 
-std::string alias_of(const std::string& model) {
-    if (hub::looks_remote(model)) return model;  // hf:..., ollama:..., a URL: the name as given
-    std::filesystem::path p(model);
-    std::string name = p.filename().string();
-    if (name.empty()) name = p.parent_path().filename().string();
-    if (name.size() > 5 && name.substr(name.size() - 5) == ".gguf") name.resize(name.size() - 5);
-    return name;
+// The models served: those named (the first under --alias), else every model in the caches.
+server::ModelCatalog catalog_of(const ServeOptions& o) {
+    server::ModelCatalog catalog;
+    if (o.models.empty()) {
+        for (auto& e : server::cached_catalog_entries(hub::HubSettings::from_environment()))
+            catalog.add(std::move(e));
+        return catalog;
+    }
+    for (const std::string& model : o.models) {
+        server::CatalogEntry e;
+        e.reference = model;
+        e.id = (&model == &o.models.front()) ? o.alias : "";
+        const hub::ModelReference parsed = hub::parse_reference(model);  // UsageError when bad
+        if (!hub::is_remote(parsed)) {
+            if (o.models.size() > 1 && !std::filesystem::exists(model))
+                throw IoError(concat("cannot serve ", model, ": no such file or directory"));
+            if (std::filesystem::is_regular_file(model)) e.file = model;
+        } else if (auto cached = hub::find_in_cache(parsed, hub::HubSettings::from_environment())) {
+            e.file = cached->path;
+        }
+        std::string note;
+        catalog.add(std::move(e), &note);
+        if (!note.empty()) log_info(concat("minfer: ", note));
+    }
+    return catalog;
 }
 
 // The sizes on the command line that contradict each other, checked before the port is bound and
@@ -109,10 +138,12 @@ void check_sizes(const ServeOptions& o, const CLI::Option& prefill_chunk_option)
 void add_serve_command(CLI::App& app) {
     auto o = std::make_shared<ServeOptions>();
     CLI::App* cmd = app.add_subcommand("serve",
-                                       "Serve the model over OpenAI's HTTP API (and Anthropic's "
+                                       "Serve models over OpenAI's HTTP API (and Anthropic's "
                                        "/v1/messages, ollama's /api/chat), "
                                        "with a chat page at /");
-    cmd->add_option("model", o->model, kModelHelp)->required();
+    cmd->add_option("model", o->models,
+                    concat("The models to serve (default: every model in the caches, as minfer "
+                           "list shows them). Each: ", kModelHelp));
     cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
     cmd->add_option("--port", o->port, "Port to listen on (0: any free port)")
         ->check(CLI::Range(0, 65535))
@@ -138,7 +169,25 @@ void add_serve_command(CLI::App& app) {
                                 "Require 'Authorization: Bearer KEY' (or MINFER_API_KEY)");
     cmd->add_option("--api-key-file", o->api_key_file, "Read the API key from a file")
         ->excludes(key);
-    cmd->add_option("--alias", o->alias, "The model id clients see (default: the file name)");
+    cmd->add_option("--alias", o->alias,
+                    "The id clients see for the (first) model (default: OWNER/REPO:QUANT, "
+                    "NAME:TAG, or the file's stem)");
+    cmd->add_option("--max-models", o->max_models,
+                    "Models loaded at once at most; the least recently used idle one is unloaded "
+                    "to make room")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    cmd->add_option("--memory", o->memory_gib,
+                    "GiB that loaded models may take in all, weights and KV caches (default: the "
+                    "memory free at start)")
+        ->check(CLI::Range(0.001, 1048576.0));
+    cmd->add_option("--keep-alive", o->keep_alive,
+                    "How long a model stays loaded after its last request: 5m, 1h, 30s, 0 "
+                    "(unload at once), -1 (keep) (default: 5m; with one MODEL, -1); requests may "
+                    "set their own (ollama's keep_alive)");
+    cmd->add_flag("--allow-pull", o->allow_pull,
+                  "Let clients pull models into the caches (/api/pull, or a request naming one "
+                  "not there yet) and delete them (/api/delete)");
     cmd->add_option("--max-queue", o->max_queue,
                     "Requests that may wait for a free sequence; beyond, 503 with Retry-After")
         ->check(CLI::Range(0, 1 << 20))
@@ -191,7 +240,6 @@ void add_serve_command(CLI::App& app) {
         s.n_parallel = o->n_parallel;
         s.max_queue = o->max_queue;
         s.api_key = api_key_of(*o);
-        s.alias = o->alias.empty() ? alias_of(o->model) : o->alias;
         s.cors_origin = o->cors_origin;
         s.log_format = o->log_format == "json" ? server::LogFormat::Json : server::LogFormat::Text;
         s.access_log = !o->no_access_log;
@@ -207,8 +255,34 @@ void add_serve_command(CLI::App& app) {
         if (o->n_predict == 0) throw UsageError("-n 0 would generate nothing; -1 is no limit");
         s.default_max_tokens = o->n_predict;
         std::optional<std::string> template_source;
-        if (!o->template_file.empty())
+        if (!o->template_file.empty()) {
+            if (o->models.size() != 1)
+                throw UsageError("--template replaces the chat template of one model: serve that "
+                                 "one model with it");
             template_source = read_file(o->template_file, "the template file");
+        }
+        if (!o->alias.empty() && o->models.size() != 1)
+            throw UsageError("--alias names one model: with several, each is named after its "
+                             "file or reference");
+        s.pool.max_models = o->max_models;
+        if (o->memory_gib > 0) {
+            s.pool.memory_bytes = static_cast<uint64_t>(o->memory_gib * 1024 * 1024 * 1024);
+        } else if (const auto headroom = memory_headroom()) {
+            s.pool.memory_bytes = headroom->bytes;
+        }
+        if (!o->keep_alive.empty()) {
+            const auto keep = server::parse_keep_alive(o->keep_alive);
+            if (!keep) {
+                throw UsageError(concat("--keep-alive ", o->keep_alive,
+                                        " is not a duration: write 5m, 1h, 30s, 0 or -1"));
+            }
+            s.pool.keep_alive = *keep;
+        } else if (o->models.size() == 1) {
+            s.pool.keep_alive = std::chrono::milliseconds(-1);
+        }
+        s.allow_pull = o->allow_pull;
+        s.serve_cache = o->models.empty();
+        server::ModelCatalog catalog = catalog_of(*o);
         check_sizes(*o, *prefill_chunk_option);
         if (o->no_access_log && log_format_option->count() > 0)
             log_warning("--log-format has no effect with --no-access-log");
@@ -217,13 +291,16 @@ void add_serve_command(CLI::App& app) {
         engine_options.memory_advice =
             "; lower -np, --ctx or --kv-cache-tokens, or use --cache-type q8_0";
 
-        // A download still running when a shutdown comes stops there (and resumes next time).
-        auto stop_loading = std::make_shared<std::atomic<bool>>(false);
-        server::ApiServer api(s, [o, engine_options, template_source, n_parallel = s.n_parallel,
-                                  defaults = s.defaults, stop_loading] {
+        auto load = [o, engine_options, template_source, n_parallel = s.n_parallel,
+                     defaults = s.defaults](const server::CatalogEntry& entry,
+                                            const std::atomic<bool>& cancel) {
             server::ServedModel served;
-            served.loaded =
-                load_model_for_cli(o->model, false, template_source, stop_loading.get());
+            // A model found in the caches is opened where it is (no request to its hub); one
+            // named on the command line is resolved as every command does (downloaded when
+            // missing; a shutdown stops the download, which resumes next time).
+            const std::string reference =
+                entry.in_cache && entry.file ? entry.file->string() : entry.reference;
+            served.loaded = load_model_for_cli(reference, false, template_source, &cancel);
             // The default --logit-bias ids against the vocabulary, now that it is known: else
             // every request would be refused for the server's own flag.
             Sampler(defaults, static_cast<int32_t>(served.loaded.tokenizer->n_vocab()));
@@ -238,15 +315,15 @@ void add_serve_command(CLI::App& app) {
             }
             served.engine = e;
             return served;
-        });
+        };
+        server::ApiServer api(s, std::move(catalog), load);
         // SIGTERM or Ctrl-C: a graceful shutdown; a second one exits at once. When run() ends
         // (or throws), the waiter is woken with `done` set and leaves without touching `api`.
         std::atomic<bool> done{false};
-        std::thread signal_waiter([&api, &done, signals, stop_loading] {
+        std::thread signal_waiter([&api, &done, signals] {
             int sig = 0;
             sigwait(&signals, &sig);
             if (done) return;
-            *stop_loading = true;
             log_info(concat("minfer: ", sig == SIGTERM ? "SIGTERM" : "SIGINT",
                             ": finishing running requests, then exiting"));
             api.shutdown();

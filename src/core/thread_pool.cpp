@@ -99,7 +99,7 @@ void ThreadPool::run(const Task& fn) {
     if (runner_.load(std::memory_order_acquire) == std::this_thread::get_id()) {
         throw UsageError("ThreadPool::run called while the pool is already running a task");
     }
-    const std::lock_guard<std::mutex> one_run_at_a_time(run_mutex_);
+    const std::lock_guard<FairMutex> one_run_at_a_time(run_mutex_);
     runner_.store(std::this_thread::get_id(), std::memory_order_release);
     first_exception_ = nullptr;
     if (n_threads_ > 1) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/cpu_set.h"
+#include "core/fair_mutex.h"
 
 namespace minfer {
 
@@ -38,7 +39,8 @@ class ThreadPool {
     int size() const { return n_threads_; }
 
     // Runs fn on all threads and waits for all of them. If some calls throw, the first exception
-    // is rethrown here after every thread has finished. Runs from several threads take turns;
+    // is rethrown here after every thread has finished. Runs from several threads take turns in
+    // the order they came (two engines sharing the pool alternate);
     // fn must not call run on the same pool (it throws UsageError).
     void run(const Task& fn);
 
@@ -67,7 +69,8 @@ class ThreadPool {
     std::atomic<int> sleepers_{0};              // workers blocked in generation_.wait()
     std::atomic<bool> caller_sleeping_{false};  // the caller is blocked in pending_.wait()
     std::atomic<bool> stop_{false};
-    std::mutex run_mutex_;                   // one run at a time
+    // One run at a time, in the order they came: engines sharing the pool take turns.
+    FairMutex run_mutex_;
     std::atomic<std::thread::id> runner_{};  // the thread inside run(), if any
 
     std::mutex exception_mutex_;

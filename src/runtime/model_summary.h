@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "gguf/gguf_file.h"
 #include "model/model.h"
 
 namespace minfer {
@@ -16,5 +17,7 @@ struct ModelSummary {
 };
 
 ModelSummary summarize_model(const Model& model);
+// The same from the file alone (a model listed but not loaded): reads only the header.
+ModelSummary summarize_gguf(const GgufFile& file);
 
 }  // namespace minfer

@@ -1,5 +1,6 @@
 #include "server/api_server.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <future>
@@ -10,6 +11,9 @@
 
 #include "chat/tool_calls.h"
 #include "core/log.h"
+#include "hub/inventory.h"
+#include "hub/reference.h"
+#include "hub/resolver.h"
 #include "runtime/prompt.h"
 #include "server/anthropic_request.h"
 #include "server/api_error.h"
@@ -131,34 +135,54 @@ struct ApiServer::State {
     std::atomic<bool> shutting_down{false};
     std::atomic<bool> shutdown_started{false};
     int64_t started_at = std::time(nullptr);
+    std::unique_ptr<ModelPool> pool;
+    // One model: it is loaded at start, and the server stops when that fails.
+    bool single = false;
+    std::atomic<bool> preloaded{false};
 
-    mutable std::mutex mutex;  // guards the three below
-    std::shared_ptr<ServedModel> model;
-    std::shared_ptr<GenerationService> service;
+    mutable std::mutex mutex;  // guards the members up to `pull_cancel`
     std::exception_ptr load_error;
-
-    std::thread loader;   // started by the constructor, joined by the destructor
-    std::thread stopper;  // guarded by mutex: started by shutdown(), joined by run()
-    std::promise<void> loaded;
+    std::thread stopper;  // started by shutdown(), joined by run()
+    std::list<std::thread> pulls;  // /api/pull downloads, joined by the destructor
+    std::atomic<bool> pull_cancel{false};
+    std::promise<void> loaded;  // set when the one model is loaded or failed (or at once)
     std::shared_future<void> load_done = loaded.get_future().share();
     std::unique_ptr<WorkQueue> work = std::make_unique<WorkQueue>(2);
 
     GrammarCache grammars;
-
-    struct Ready {
-        std::shared_ptr<ServedModel> model;
-        std::shared_ptr<GenerationService> service;
-    };
-    Ready ready() const {
-        std::lock_guard lock(mutex);
-        return {model, service};
-    }
 };
 
-ApiServer::ApiServer(ServerOptions options, std::function<ServedModel()> load)
-    : options_(std::move(options)), load_(std::move(load)), state_(std::make_unique<State>()) {
+// A job's listener that holds the lease on its model until the job ends (the service drops its
+// listener then): the model is not unloaded under a running request.
+class LeasedListener : public JobListener {
+  public:
+    LeasedListener(std::shared_ptr<JobListener> inner, std::shared_ptr<ModelLease> lease)
+        : inner_(std::move(inner)), lease_(std::move(lease)) {}
+    void on_token(int choice, int32_t token, const std::string& text,
+                  const TokenLogprobs* logprobs) override {
+        inner_->on_token(choice, token, text, logprobs);
+    }
+    void on_choice_end(int choice, const ChoiceEnd& end) override {
+        inner_->on_choice_end(choice, end);
+    }
+    void on_job_end(bool started) override { inner_->on_job_end(started); }
+
+  private:
+    std::shared_ptr<JobListener> inner_;
+    std::shared_ptr<ModelLease> lease_;
+};
+
+ApiServer::ApiServer(ServerOptions options, ModelCatalog catalog, ModelPool::Loader load)
+    : options_(std::move(options)), state_(std::make_unique<State>()) {
     require_header_value(options_.cors_origin, "--cors-origin");
     require_header_value(options_.api_key, "the API key");
+    state_->single = catalog.entries().size() == 1 && !options_.serve_cache;
+    std::vector<std::string> ids;
+    for (const CatalogEntry& e : catalog.entries()) ids.push_back(e.id);
+    state_->pool = std::make_unique<ModelPool>(
+        std::move(catalog), options_.pool,
+        ServiceOptions{options_.n_parallel, options_.max_queue}, std::move(load),
+        [](const std::string& line) { log_info(line); });
     state_->http = std::make_unique<HttpServer>(
         options_.host, options_.port, options_.limits,
         [this](HttpRequest request, std::shared_ptr<Reply> reply) {
@@ -173,8 +197,19 @@ ApiServer::ApiServer(ServerOptions options, std::function<ServedModel()> load)
             if (status == 503) r.headers.emplace_back("Retry-After", "1");
             return r;
         });
-    log_info(concat("minfer: listening on ", url(), ", loading the model"));
-    start_loading();
+    if (state_->single) {
+        log_info(concat("minfer: listening on ", url(), ", loading the model"));
+        preload();
+        return;
+    }
+    log_info(concat("minfer: listening on ", url()));
+    std::string list;
+    for (const std::string& id : ids) list += concat(list.empty() ? "" : ", ", id);
+    log_info(concat("minfer: serving ", ids.size(), ids.size() == 1 ? " model" : " models",
+                    ", each loaded when a request names it",
+                    ids.empty() ? std::string(" (none yet: pull one)") : concat(": ", list),
+                    "; chat page at ", url(), "/"));
+    state_->loaded.set_value();
 }
 
 std::string ApiServer::url() const {
@@ -192,43 +227,46 @@ ApiServer::~ApiServer() {
         stopper = std::move(state_->stopper);
     }
     if (stopper.joinable()) stopper.join();
-    if (state_->loader.joinable()) state_->loader.join();
+    state_->load_done.wait();
+    std::list<std::thread> pulls;
+    {
+        std::lock_guard lock(state_->mutex);
+        pulls = std::move(state_->pulls);
+    }
+    for (std::thread& t : pulls) t.join();
     state_->work.reset();  // its tasks may still reply
+    state_->pool.reset();
 }
 
 int ApiServer::port() const {
     return state_->http->port();
 }
 
-void ApiServer::start_loading() {
-    state_->loader = std::thread([this] {
-        try {
-            auto model = std::make_shared<ServedModel>(load_());
-            // Built now rather than by the first request that constrains its answer.
-            model->loaded.grammar_vocabulary();
-            auto service = std::make_shared<GenerationService>(
-                [&] {
-                    return std::make_unique<Engine>(model->loaded.model, model->loaded.tokenizer,
-                                                    model->engine);
-                },
-                ServiceOptions{options_.n_parallel, options_.max_queue});
-            {
-                std::lock_guard lock(state_->mutex);
-                state_->model = std::move(model);
-                state_->service = std::move(service);
-            }
-            log_info(concat("minfer: serving '", options_.alias, "' on ", url(), " (",
-                            options_.n_parallel, " parallel sequences; chat page at ", url(),
-                            "/)"));
-        } catch (...) {
-            {
-                std::lock_guard lock(state_->mutex);
-                state_->load_error = std::current_exception();
-            }
-            state_->http->stop();
+// The one model, loaded at start: the server serves once it is, and stops when it fails.
+void ApiServer::preload() {
+    const std::string id = state_->pool->entries().front().id;
+    auto failed = [this](std::exception_ptr e) {
+        {
+            std::lock_guard lock(state_->mutex);
+            state_->load_error = e;
         }
+        state_->http->stop();
         state_->loaded.set_value();
-    });
+    };
+    try {
+        state_->pool->acquire(
+            id, std::nullopt,
+            [this, id](const Lease&) {
+                state_->preloaded = true;
+                log_info(concat("minfer: serving '", id, "' on ", url(), " (",
+                                options_.n_parallel, " parallel sequences; chat page at ", url(),
+                                "/)"));
+                state_->loaded.set_value();
+            },
+            failed);
+    } catch (...) {
+        failed(std::current_exception());
+    }
 }
 
 void ApiServer::run() {
@@ -241,18 +279,24 @@ void ApiServer::run() {
     }
     if (stopper.joinable()) stopper.join();
     std::lock_guard lock(state_->mutex);
-    if (state_->load_error) std::rethrow_exception(state_->load_error);
+    if (state_->load_error) {
+        // The loader's own error, not the 500 the requests waiting for it were given.
+        try {
+            std::rethrow_exception(state_->load_error);
+        } catch (const ApiError& e) {
+            throw Error(e.what());
+        }
+    }
 }
 
 void ApiServer::shutdown() {
     if (state_->shutdown_started.exchange(true)) return;
     state_->shutting_down = true;
+    state_->pull_cancel = true;
     state_->http->stop_accepting();
     std::lock_guard lock(state_->mutex);
     state_->stopper = std::thread([this] {
-        state_->load_done.wait();  // (a model still loading is waited for)
-        if (const auto service = state_->ready().service)
-            service->shutdown(options_.shutdown_timeout);
+        state_->pool->shutdown(options_.shutdown_timeout);
         // The last chunks are queued on the server's thread: let them go out before it stops.
         state_->http->post([this] { state_->http->stop(); }, std::chrono::milliseconds(200));
     });
@@ -346,7 +390,6 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
                                       "x-api-key: KEY",
                                       "", "invalid_api_key"));
     const std::string_view path = request.path;
-    const auto ready = state_->ready();
     if (path == "/") {
         HttpResponse r;
         r.content_type = "text/html; charset=utf-8";
@@ -360,74 +403,163 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
     if (path == "/health") {
         if (state_->shutting_down)
             return respond(request, reply, json_response(503, {{"status", "shutting down"}}));
-        return respond(request, reply,
-                       ready.service ? json_response(200, {{"status", "ok"}})
-                                     : json_response(503, {{"status", "loading model"}}));
+        if (state_->single && !state_->preloaded)
+            return respond(request, reply, json_response(503, {{"status", "loading model"}}));
+        return respond(request, reply, json_response(200, {{"status", "ok"}}));
     }
     if (path == "/metrics") {
         HttpResponse r;
         r.content_type = "text/plain; version=0.0.4";
-        r.body =
-            state_->metrics.render(ready.service ? ready.service->counters() : ServiceCounters{});
+        r.body = state_->metrics.render(state_->pool->counters());
         return respond(request, reply, std::move(r));
-    }
-    if (path == "/v1/models" || path == "/models") {
-        Json m = {{"id", options_.alias},
-                  {"object", "model"},
-                  {"created", state_->started_at},
-                  {"owned_by", "minfer"}};
-        if (ready.service) {
-            m["meta"] = {{"n_ctx_per_sequence", ready.service->n_ctx()},
-                         {"n_parallel", options_.n_parallel},
-                         {"n_vocab", ready.model->loaded.model->hparams().n_vocab},
-                         {"n_params", ready.model->loaded.model->n_params()}};
-        }
-        return respond(request, reply,
-                       json_response(200, {{"object", "list"}, {"data", Json::array({m})}}));
     }
     if (path == "/api/version")
         return respond(request, reply, json_response(200, {{"version", kOllamaApiVersion}}));
-    if (!ready.service)
+    if (state_->single && !state_->preloaded)
         return respond_error(request, reply, ApiError(503, "the model is still loading"));
-    if (path == "/api/tags" || path == "/api/ps") {
-        Json entry = ollama_model_entry(ready.model->loaded, options_.alias);
-        if (path == "/api/ps") {
-            entry["expires_at"] = "9999-12-31T23:59:59Z";  // loaded while the server runs
-            entry["size_vram"] = 0;
-            entry["context_length"] = ready.service->n_ctx();
-        }
-        return respond(request, reply,
-                       json_response(200, {{"models", Json::array({std::move(entry)})}}));
-    }
-    // The rest parses JSON, renders templates and tokenizes: off the server's thread.
+    // The rest reads the caches, parses JSON, renders templates and tokenizes: off the server's
+    // thread.
     const Endpoint endpoint =
         path.find("chat/") != std::string_view::npos ? Endpoint::Chat : Endpoint::Text;
-    state_->work->post([this, endpoint, request = std::move(request), reply = std::move(reply)] {
-        try {
-            if (request.path == "/tokenize" || request.path == "/detokenize")
-                return handle_tokenizer(request, reply);
-            if (request.path == "/apply-template") return handle_apply_template(request, reply);
-            if (request.path == "/v1/messages/count_tokens")
-                return handle_count_tokens(request, reply);
-            if (request.path == "/v1/messages") return handle_messages(request, reply);
-            if (request.path == "/api/chat" || request.path == "/api/generate")
+    auto shared = std::make_shared<const HttpRequest>(std::move(request));
+    state_->work->post([this, endpoint, request = std::move(shared), reply = std::move(reply)] {
+        guarded(*request, reply, [&] {
+            const std::string& p = request->path;
+            if (p == "/v1/models" || p == "/models" || p == "/api/tags" || p == "/api/ps")
+                return answer_listing(*request, reply);
+            if (p == "/tokenize" || p == "/detokenize") return handle_tokenizer(request, reply);
+            if (p == "/apply-template") return handle_apply_template(request, reply);
+            if (p == "/v1/messages/count_tokens") return handle_count_tokens(request, reply);
+            if (p == "/v1/messages") return handle_messages(request, reply);
+            if (p == "/api/chat" || p == "/api/generate")
                 return handle_ollama_generation(request, reply);
-            if (request.path == "/api/show") return handle_ollama_show(request, reply);
-            if (is_ollama_path(request.path)) {
-                throw ApiError(501, concat(request.path, " is not supported by minfer serve yet",
-                                           request.path.starts_with("/api/embed")
+            if (p == "/api/show") return handle_ollama_show(request, reply);
+            if (p == "/api/pull") return handle_ollama_pull(request, reply);
+            if (p == "/api/delete") return handle_ollama_delete(request, reply);
+            if (is_ollama_path(p)) {
+                throw ApiError(501, concat(p, " is not supported by minfer serve yet",
+                                           p.starts_with("/api/embed")
                                                ? ": minfer has no embeddings yet"
-                                               : ": it serves the model it was started with"));
+                                               : ""));
             }
             handle_generation(endpoint, request, reply);
-        } catch (const ApiError& e) {
-            respond_error(request, reply, e);
-        } catch (const Error& e) {
-            respond_error(request, reply, ApiError(400, e.what()));
-        } catch (const std::exception& e) {
-            respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
-        }
+        });
     });
+}
+
+void ApiServer::guarded(const HttpRequest& request, const std::shared_ptr<Reply>& reply,
+                        const std::function<void()>& fn) {
+    try {
+        fn();
+    } catch (const ApiError& e) {
+        respond_error(request, reply, e);
+    } catch (const Error& e) {
+        respond_error(request, reply, ApiError(400, e.what()));
+    } catch (const std::exception& e) {
+        respond_error(request, reply, ApiError(500, concat("internal error: ", e.what())));
+    }
+}
+
+// /v1/models and /api/tags: every model served, loaded or not; /api/ps: the loaded ones.
+void ApiServer::answer_listing(const HttpRequest& request, const std::shared_ptr<Reply>& reply) {
+    const std::string_view path = request.path;
+    if (options_.serve_cache && path != "/api/ps")
+        state_->pool->sync_cached(cached_catalog_entries(hub::HubSettings::from_environment()));
+    const auto loaded = state_->pool->loaded();
+    if (path == "/api/ps") {
+        Json models = Json::array();
+        for (const LoadedModelStatus& m : loaded) {
+            Json entry = ollama_model_entry(m.model->loaded.model->file(), m.id);
+            // In use, or idle with a keep-alive: when it goes if no request comes; kept while
+            // the server runs: far in the future, as ollama writes it.
+            const auto now = std::chrono::system_clock::now();
+            entry["expires_at"] =
+                m.expires ? ollama_time(*m.expires)
+                : m.keep_alive.count() >= 0 ? ollama_time(now + m.keep_alive)
+                                            : std::string("9999-12-31T23:59:59Z");
+            entry["size_vram"] = 0;
+            entry["context_length"] = m.n_ctx;
+            models.push_back(std::move(entry));
+        }
+        return respond(request, reply, json_response(200, {{"models", std::move(models)}}));
+    }
+    const auto entries = state_->pool->entries();
+    if (path == "/api/tags") {
+        Json models = Json::array();
+        for (const CatalogEntry& e : entries) models.push_back(ollama_model_entry(e));
+        return respond(request, reply, json_response(200, {{"models", std::move(models)}}));
+    }
+    Json data = Json::array();
+    for (const CatalogEntry& e : entries) {
+        Json m = {{"id", e.id},
+                  {"object", "model"},
+                  {"created", state_->started_at},
+                  {"owned_by", "minfer"}};
+        for (const LoadedModelStatus& l : loaded) {
+            if (l.id != e.id) continue;
+            m["meta"] = {{"n_ctx_per_sequence", l.n_ctx},
+                         {"n_parallel", options_.n_parallel},
+                         {"n_vocab", l.model->loaded.model->hparams().n_vocab},
+                         {"n_params", l.model->loaded.model->n_params()}};
+        }
+        data.push_back(std::move(m));
+    }
+    respond(request, reply, json_response(200, {{"object", "list"}, {"data", std::move(data)}}));
+}
+
+std::string ApiServer::model_id(std::string_view name) {
+    if (auto id = state_->pool->find(name)) return *id;
+    // Started with one model: any name means it (many clients send a fixed name).
+    if (state_->single) return state_->pool->entries().front().id;
+    if (options_.serve_cache) {
+        // Pulled by another process since the server started?
+        state_->pool->sync_cached(cached_catalog_entries(hub::HubSettings::from_environment()));
+        if (auto id = state_->pool->find(name)) return *id;
+    }
+    if (name.empty())
+        throw ApiError(400, "'model' is required: this server serves several models", "model");
+    const auto reference = pull_reference_for(name);
+    if (options_.allow_pull && reference) {
+        CatalogEntry entry;
+        entry.reference = *reference;
+        return state_->pool->add(std::move(entry));
+    }
+    throw ApiError(404,
+                   concat("model '", name, "' not found",
+                          reference ? concat(": pull it first (minfer pull ", *reference,
+                                             ", or start the server with --allow-pull)")
+                                    : std::string(": GET /v1/models lists the models served")),
+                   "model", "model_not_found");
+}
+
+void ApiServer::with_model(const Request& request, const std::shared_ptr<Reply>& reply,
+                           std::string_view name,
+                           std::optional<std::chrono::milliseconds> keep_alive,
+                           std::function<void(Lease)> then) {
+    const std::string id = model_id(name);
+    state_->pool->acquire(
+        id, keep_alive,
+        [this, request, reply, then](Lease lease) {
+            guarded(*request, reply, [&] { then(std::move(lease)); });
+        },
+        [this, request, reply, id](std::exception_ptr e) {
+            guarded(*request, reply, [&] {
+                try {
+                    std::rethrow_exception(e);
+                } catch (const ApiError&) {
+                    throw;
+                } catch (const std::exception& x) {
+                    throw ApiError(500, concat("model '", id, "' could not be loaded: ", x.what()));
+                }
+            });
+        });
+}
+
+// The model a request to /tokenize, /detokenize or /apply-template names ("model", optional
+// with one model served).
+std::string named_model(std::string_view body) {
+    const Json doc = parse_json_object(body);
+    return Fields(doc).string("model").value_or("");
 }
 
 ResponseContext ApiServer::response_context(const HttpRequest& request,
@@ -446,133 +578,271 @@ ResponseContext ApiServer::response_context(const HttpRequest& request,
     return r;
 }
 
-void ApiServer::handle_tokenizer(const HttpRequest& request, const std::shared_ptr<Reply>& reply) {
-    const Tokenizer& tok = *state_->ready().model->loaded.tokenizer;
-    if (request.path == "/detokenize") {
-        const auto ids = parse_detokenize_request(request.body, tok.n_vocab());
-        return respond(request, reply,
-                       json_response(200, {{"content", tok.detokenize(ids, false)}}));
-    }
-    const TokenizeRequest t = parse_tokenize_request(request.body);
-    Json tokens = Json::array();
-    for (const int32_t id : tok.tokenize(t.content, t.add_special, t.parse_special)) {
-        if (t.with_pieces)
-            tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
-        else
-            tokens.push_back(id);
-    }
-    respond(request, reply, json_response(200, {{"tokens", tokens}}));
+void ApiServer::handle_tokenizer(const Request& request, const std::shared_ptr<Reply>& reply) {
+    with_model(request, reply, named_model(request->body), std::nullopt, [this, request,
+                                                                         reply](Lease lease) {
+        const Tokenizer& tok = *lease->model().loaded.tokenizer;
+        if (request->path == "/detokenize") {
+            const auto ids = parse_detokenize_request(request->body, tok.n_vocab());
+            return respond(*request, reply,
+                           json_response(200, {{"content", tok.detokenize(ids, false)}}));
+        }
+        const TokenizeRequest t = parse_tokenize_request(request->body);
+        Json tokens = Json::array();
+        for (const int32_t id : tok.tokenize(t.content, t.add_special, t.parse_special)) {
+            if (t.with_pieces)
+                tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
+            else
+                tokens.push_back(id);
+        }
+        respond(*request, reply, json_response(200, {{"tokens", tokens}}));
+    });
 }
 
 // llama-server's /apply-template: the prompt a chat request would be given, as text.
-void ApiServer::handle_apply_template(const HttpRequest& request,
+void ApiServer::handle_apply_template(const Request& request,
                                       const std::shared_ptr<Reply>& reply) {
-    const LoadedModel& m = state_->ready().model->loaded;
-    const GenerationRequest chat =
-        parse_chat_request(request.body, options_.defaults, /*with_constraint=*/false);
-    respond(request, reply, json_response(200, {{"prompt", render_chat_input(m, chat.chat())}}));
+    auto chat = std::make_shared<const GenerationRequest>(
+        parse_chat_request(request->body, options_.defaults, /*with_constraint=*/false));
+    with_model(request, reply, chat->model, std::nullopt, [this, request, reply, chat](Lease lease) {
+        respond(*request, reply,
+                json_response(200, {{"prompt", render_chat_input(lease->model().loaded,
+                                                                 chat->chat())}}));
+    });
 }
 
 // Anthropic's /v1/messages/count_tokens: the prompt's length in tokens, tools included.
-void ApiServer::handle_count_tokens(const HttpRequest& request,
-                                    const std::shared_ptr<Reply>& reply) {
-    const LoadedModel& m = state_->ready().model->loaded;
-    const GenerationRequest gen =
-        parse_messages_request(request.body, options_.defaults, /*count_only=*/true);
-    const auto tokens = tokenize_chat_prompt(m, render_chat_input(m, gen.chat()));
-    respond(request, reply,
-            json_response(200, {{"input_tokens", static_cast<int64_t>(tokens.size())}}));
+void ApiServer::handle_count_tokens(const Request& request, const std::shared_ptr<Reply>& reply) {
+    auto gen = std::make_shared<const GenerationRequest>(
+        parse_messages_request(request->body, options_.defaults, /*count_only=*/true));
+    with_model(request, reply, gen->model, std::nullopt, [this, request, reply, gen](Lease lease) {
+        const LoadedModel& m = lease->model().loaded;
+        const auto tokens = tokenize_chat_prompt(m, render_chat_input(m, gen->chat()));
+        respond(*request, reply,
+                json_response(200, {{"input_tokens", static_cast<int64_t>(tokens.size())}}));
+    });
 }
 
-void ApiServer::handle_messages(const HttpRequest& request, const std::shared_ptr<Reply>& reply) {
+void ApiServer::handle_messages(const Request& request, const std::shared_ptr<Reply>& reply) {
     const auto start = Clock::now();
-    const auto [model, service] = state_->ready();
-    const LoadedModel& m = model->loaded;
-    GenerationRequest gen = parse_messages_request(request.body, options_.defaults);
-    PreparedGeneration prepared =
-        prepare_generation(m, gen, service->n_ctx(),
-                           {options_.default_max_tokens, options_.seed_fixed}, state_->grammars);
-    MessagesSetup setup;
-    setup.shape = std::move(prepared.shape);
-    setup.stream = gen.stream;
-    setup.n_prompt = prepared.n_prompt;
-    setup.id = random_id("msg_");
-    setup.model = gen.model.empty() ? options_.alias : gen.model;
-    setup.response = response_context(request, reply, m, start);
-    submit(service, std::move(prepared.spec), std::make_shared<MessagesJob>(std::move(setup)),
-           reply);
+    auto gen = std::make_shared<GenerationRequest>(
+        parse_messages_request(request->body, options_.defaults));
+    with_model(request, reply, gen->model, std::nullopt,
+               [this, request, reply, gen, start](Lease lease) {
+        const LoadedModel& m = lease->model().loaded;
+        PreparedGeneration prepared = prepare_generation(
+            m, *gen, lease->service()->n_ctx(), {options_.default_max_tokens, options_.seed_fixed},
+            state_->grammars);
+        MessagesSetup setup;
+        setup.shape = std::move(prepared.shape);
+        setup.stream = gen->stream;
+        setup.n_prompt = prepared.n_prompt;
+        setup.id = random_id("msg_");
+        setup.model = gen->model.empty() ? lease->id() : gen->model;
+        setup.response = response_context(*request, reply, m, start);
+        submit(lease, std::move(prepared.spec), std::make_shared<MessagesJob>(std::move(setup)),
+               reply);
+    });
 }
 
-void ApiServer::handle_generation(Endpoint endpoint, const HttpRequest& request,
+void ApiServer::handle_generation(Endpoint endpoint, const Request& request,
                                   const std::shared_ptr<Reply>& reply) {
     const auto start = Clock::now();
-    const auto [model, service] = state_->ready();
-    const LoadedModel& m = model->loaded;
-    GenerationRequest gen = endpoint == Endpoint::Chat
-                                ? parse_chat_request(request.body, options_.defaults)
-                                : parse_completion_request(request.body, options_.defaults);
-    PreparedGeneration prepared =
-        prepare_generation(m, gen, service->n_ctx(),
-                           {options_.default_max_tokens, options_.seed_fixed}, state_->grammars);
-    CompletionSetup setup;
-    setup.endpoint = endpoint;
-    setup.shape = std::move(prepared.shape);
-    setup.n_prompt = prepared.n_prompt;
-    setup.id = random_id(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
-    setup.created = std::time(nullptr);
-    setup.model = gen.model.empty() ? options_.alias : gen.model;
-    setup.response = response_context(request, reply, m, start);
-    setup.request = std::move(gen);
-    submit(service, std::move(prepared.spec), std::make_shared<CompletionJob>(std::move(setup)),
-           reply);
+    auto gen = std::make_shared<GenerationRequest>(
+        endpoint == Endpoint::Chat ? parse_chat_request(request->body, options_.defaults)
+                                   : parse_completion_request(request->body, options_.defaults));
+    with_model(request, reply, gen->model, std::nullopt,
+               [this, endpoint, request, reply, gen, start](Lease lease) {
+        const LoadedModel& m = lease->model().loaded;
+        PreparedGeneration prepared = prepare_generation(
+            m, *gen, lease->service()->n_ctx(), {options_.default_max_tokens, options_.seed_fixed},
+            state_->grammars);
+        CompletionSetup setup;
+        setup.endpoint = endpoint;
+        setup.shape = std::move(prepared.shape);
+        setup.n_prompt = prepared.n_prompt;
+        setup.id = random_id(endpoint == Endpoint::Chat ? "chatcmpl-" : "cmpl-");
+        setup.created = std::time(nullptr);
+        setup.model = gen->model.empty() ? lease->id() : gen->model;
+        setup.response = response_context(*request, reply, m, start);
+        setup.request = std::move(*gen);
+        submit(lease, std::move(prepared.spec), std::make_shared<CompletionJob>(std::move(setup)),
+               reply);
+    });
 }
 
 // ollama's /api/chat and /api/generate. A request without messages or prompt is ollama's way to
-// load the model: answered at once ("done_reason": "load").
-void ApiServer::handle_ollama_generation(const HttpRequest& request,
+// load the model ("done_reason": "load"), or with keep_alive 0 to unload it ("unload").
+void ApiServer::handle_ollama_generation(const Request& request,
                                          const std::shared_ptr<Reply>& reply) {
     const auto start = Clock::now();
-    const bool chat = request.path == "/api/chat";
-    const auto [model, service] = state_->ready();
-    const LoadedModel& m = model->loaded;
-    GenerationRequest gen = chat ? parse_ollama_chat(request.body, options_.defaults)
-                                 : parse_ollama_generate(request.body, options_.defaults);
-    if (gen.is_chat() && gen.chat().messages.empty()) {
-        Json loaded = {{"model", gen.model}, {"created_at", ollama_time_now()}};
-        if (chat)
-            loaded["message"] = {{"role", "assistant"}, {"content", ""}};
-        else
-            loaded["response"] = "";
-        loaded["done"] = true;
-        loaded["done_reason"] = "load";
-        return respond(request, reply, json_response(200, loaded));
+    const bool chat = request->path == "/api/chat";
+    auto gen = std::make_shared<GenerationRequest>(
+        chat ? parse_ollama_chat(request->body, options_.defaults)
+             : parse_ollama_generate(request->body, options_.defaults));
+    if (gen->is_chat() && gen->chat().messages.empty()) {
+        auto answer = [this, request, reply, chat, gen](std::string_view reason) {
+            Json loaded = {{"model", gen->model}, {"created_at", ollama_time_now()}};
+            if (chat)
+                loaded["message"] = {{"role", "assistant"}, {"content", ""}};
+            else
+                loaded["response"] = "";
+            loaded["done"] = true;
+            loaded["done_reason"] = reason;
+            respond(*request, reply, json_response(200, loaded));
+        };
+        if (gen->keep_alive && gen->keep_alive->count() == 0) {
+            state_->pool->unload_when_idle(model_id(gen->model));
+            return answer("unload");
+        }
+        return with_model(request, reply, gen->model, gen->keep_alive,
+                          [answer](const Lease&) { answer("load"); });
     }
-    PreparedGeneration prepared =
-        prepare_generation(m, gen, service->n_ctx(),
-                           {options_.default_max_tokens, options_.seed_fixed}, state_->grammars);
-    OllamaSetup setup;
-    setup.chat = chat;
-    setup.shape = std::move(prepared.shape);
-    setup.stream = gen.stream;
-    setup.n_prompt = prepared.n_prompt;
-    setup.model = gen.model;
-    setup.response = response_context(request, reply, m, start);
-    submit(service, std::move(prepared.spec), std::make_shared<OllamaJob>(std::move(setup)), reply);
+    with_model(request, reply, gen->model, gen->keep_alive,
+               [this, chat, request, reply, gen, start](Lease lease) {
+        const LoadedModel& m = lease->model().loaded;
+        PreparedGeneration prepared = prepare_generation(
+            m, *gen, lease->service()->n_ctx(), {options_.default_max_tokens, options_.seed_fixed},
+            state_->grammars);
+        OllamaSetup setup;
+        setup.chat = chat;
+        setup.shape = std::move(prepared.shape);
+        setup.stream = gen->stream;
+        setup.n_prompt = prepared.n_prompt;
+        setup.model = gen->model;
+        setup.response = response_context(*request, reply, m, start);
+        submit(lease, std::move(prepared.spec), std::make_shared<OllamaJob>(std::move(setup)),
+               reply);
+    });
 }
 
-void ApiServer::handle_ollama_show(const HttpRequest& request,
-                                   const std::shared_ptr<Reply>& reply) {
-    const auto [model, service] = state_->ready();
-    const Json body = parse_json_object(request.body);
+void ApiServer::handle_ollama_show(const Request& request, const std::shared_ptr<Reply>& reply) {
+    const Json body = parse_json_object(request->body);
     const Fields f(body);
-    if (!f.string("model") && !f.string("name")) bad_field("model", "'model' is required");
-    respond(request, reply,
-            json_response(200, ollama_show(model->loaded, options_.alias, service->n_ctx())));
+    const auto name = f.string("model") ? f.string("model") : f.string("name");
+    if (!name) bad_field("model", "'model' is required");
+    with_model(request, reply, *name, std::nullopt, [this, request, reply](Lease lease) {
+        respond(*request, reply,
+                json_response(200, ollama_show(lease->model().loaded, lease->id(),
+                                               lease->service()->n_ctx())));
+    });
 }
 
-void ApiServer::submit(const std::shared_ptr<GenerationService>& service, JobSpec spec,
-                       std::shared_ptr<JobListener> job, const std::shared_ptr<Reply>& reply) {
-    const auto submitted = service->submit(std::move(spec), std::move(job));
+namespace {
+
+// The model a management request names: "model", or "name" as older ollama clients send it.
+std::string management_name(const Fields& f) {
+    const auto name = f.string("model") ? f.string("model") : f.string("name");
+    if (!name || name->empty()) bad_field("model", "'model' is required");
+    return *name;
+}
+
+void require_pull_allowed(bool allowed, std::string_view what) {
+    if (!allowed) {
+        throw ApiError(403, concat(what, " is off on this server: start minfer serve with "
+                                         "--allow-pull to let clients pull and delete models"));
+    }
+}
+
+}  // namespace
+
+// ollama's /api/pull: downloads a model into the caches (progress streamed as NDJSON unless
+// "stream": false) and serves it. The download runs on a thread of its own; a client that goes
+// or a shutdown stops it, leaving it resumable.
+void ApiServer::handle_ollama_pull(const Request& request, const std::shared_ptr<Reply>& reply) {
+    const Json body = parse_json_object(request->body);
+    const Fields f(body);
+    const std::string name = management_name(f);
+    const bool stream = f.boolean("stream").value_or(true);
+    require_pull_allowed(options_.allow_pull, "pulling models");
+    const auto reference = pull_reference_for(name);
+    if (!reference) {
+        bad_field("model", concat("'", name, "' is not a model minfer can pull: write NAME[:TAG] "
+                                  "(ollama's library), hf.co/OWNER/REPO[:QUANT], hf:..., "
+                                  "ollama:... or an https:// URL of a .gguf file"));
+    }
+    const hub::ModelReference parsed = hub::parse_reference(*reference);
+    const auto start = Clock::now();
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    reply->on_client_gone([cancel] { *cancel = true; });
+    if (stream) {
+        HttpResponse head;
+        head.content_type = "application/x-ndjson";
+        head.headers = cors_headers();
+        reply->start_stream(std::move(head));
+        reply->write(dump_json({{"status", "pulling manifest"}}) + "\n");
+    }
+    std::lock_guard lock(state_->mutex);
+    if (state_->shutting_down) throw ApiError(503, "the server is shutting down");
+    state_->pulls.emplace_back([this, request, reply, parsed, cancel, stream, start] {
+        hub::DownloadEvents events;
+        events.cancel = cancel.get();
+        events.on_progress = [&](const hub::DownloadProgress& p) {
+            if (state_->pull_cancel) *cancel = true;
+            if (!stream) return;
+            Json line = {{"status", concat("pulling ", p.name)}, {"digest", std::string(p.name)}};
+            if (p.total) line["total"] = *p.total;
+            line["completed"] = p.done;
+            reply->write(dump_json(line) + "\n");
+        };
+        int status = 200;
+        try {
+            const hub::ResolvedModel r =
+                hub::resolve_model(parsed, hub::ResolveMode::CacheFirst, events);
+            if (options_.serve_cache) {
+                state_->pool->sync_cached(
+                    cached_catalog_entries(hub::HubSettings::from_environment()));
+            } else {
+                CatalogEntry entry;
+                entry.reference = r.reference;
+                entry.file = r.path;
+                entry.in_cache = true;
+                state_->pool->add(std::move(entry));
+            }
+            if (!stream) return respond(*request, reply, json_response(200, {{"status", "success"}}));
+            for (const char* s : {"verifying sha256 digest", "writing manifest", "success"})
+                reply->write(dump_json({{"status", s}}) + "\n");
+        } catch (const std::exception& e) {
+            const ApiError error(dynamic_cast<const UsageError*>(&e) != nullptr ? 400 : 500,
+                                 concat("pulling '", to_string(parsed), "' failed: ", e.what()));
+            if (!stream) return respond_error(*request, reply, error);
+            status = error.status();
+            reply->write(dump_json({{"error", error.what()}}) + "\n");
+        }
+        reply->end();
+        state_->metrics.count_request(status);
+        log_access(*request, status, 0, 0, start);
+    });
+}
+
+// ollama's /api/delete: removes a model from the caches and from what the server serves (once
+// the requests using it end).
+void ApiServer::handle_ollama_delete(const Request& request, const std::shared_ptr<Reply>& reply) {
+    const Json body = parse_json_object(request->body);
+    const std::string name = management_name(Fields(body));
+    require_pull_allowed(options_.allow_pull, "deleting models");
+    const auto id = state_->pool->find(name);
+    const auto entries = state_->pool->entries();
+    const auto entry = std::find_if(entries.begin(), entries.end(),
+                                    [&](const CatalogEntry& e) { return id && e.id == *id; });
+    if (entry == entries.end()) throw ApiError(404, concat("model '", name, "' not found"));
+    if (!entry->in_cache) {
+        throw ApiError(400, concat("'", entry->id, "' was given on the command line: /api/delete "
+                                   "removes only models in the caches"));
+    }
+    hub::remove_cached_model(entry->reference, hub::HubSettings::from_environment(), {},
+                             &state_->pull_cancel);
+    state_->pool->remove(entry->id);
+    HttpResponse r;
+    r.body = "{}";
+    respond(*request, reply, std::move(r));
+}
+
+void ApiServer::submit(const Lease& lease, JobSpec spec, std::shared_ptr<JobListener> job,
+                       const std::shared_ptr<Reply>& reply) {
+    const std::shared_ptr<GenerationService>& service = lease->service();
+    const auto submitted =
+        service->submit(std::move(spec), std::make_shared<LeasedListener>(std::move(job), lease));
     if (const auto* refusal = std::get_if<GenerationService::Refusal>(&submitted)) {
         throw ApiError(503, *refusal == GenerationService::Refusal::QueueFull
                                 ? concat("the server is busy: ", options_.max_queue,

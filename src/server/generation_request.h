@@ -3,6 +3,7 @@
 // completions, Anthropic's messages): each front end parses its body into this, and one path
 // (server/generation_path.h) turns it into the engine's work.
 
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -40,6 +41,9 @@ struct PromptInput {
 
 struct GenerationRequest {
     std::string model;  // as the client named it; echoed in the response
+    // ollama's keep_alive (server/keep_alive.h): how long the model stays loaded after this
+    // request; nullopt: as the model's last request said, else --keep-alive.
+    std::optional<std::chrono::milliseconds> keep_alive;
     std::variant<ChatInput, PromptInput> input;
     SamplingParams sampling;
     bool seed_given = false;  // else each choice draws a random seed

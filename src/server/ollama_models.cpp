@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "chat/tool_calls.h"
+#include "core/error.h"
 #include "hub/digest.h"
 #include "runtime/model_summary.h"
 #include "server/reasoning_split.h"
@@ -27,16 +28,15 @@ struct FileFacts {
     std::time_t modified = 0;
 };
 
-FileFacts facts_of(const LoadedModel& m) {
+FileFacts facts_of(const GgufFile& file) {
     FileFacts f;
-    f.size = m.model->file().file_size();
+    f.size = file.file_size();
     struct stat st {};
-    if (::stat(m.model->file().path().c_str(), &st) == 0) f.modified = st.st_mtime;
+    if (::stat(file.path().c_str(), &st) == 0) f.modified = st.st_mtime;
     return f;
 }
 
-Json details_of(const LoadedModel& m) {
-    const ModelSummary s = summarize_model(*m.model);
+Json details_of(const ModelSummary& s) {
     return {{"parent_model", ""},
             {"format", "gguf"},
             {"family", s.architecture},
@@ -47,24 +47,41 @@ Json details_of(const LoadedModel& m) {
 
 }  // namespace
 
-std::string ollama_model_name(const std::string& alias) {
-    return alias.find(':') == std::string::npos ? alias + ":latest" : alias;
+std::string ollama_time(std::chrono::system_clock::time_point t) {
+    return rfc3339(std::chrono::system_clock::to_time_t(t));
 }
 
-Json ollama_model_entry(const LoadedModel& m, const std::string& alias) {
-    const FileFacts f = facts_of(m);
-    const std::string name = ollama_model_name(alias);
-    const std::string identity = concat(m.model->file().path().string(), "\n", f.size, "\n",
+std::string ollama_model_name(const std::string& id) {
+    return id.find(':') == std::string::npos ? id + ":latest" : id;
+}
+
+Json ollama_model_entry(const GgufFile& file, const std::string& id) {
+    const FileFacts f = facts_of(file);
+    const std::string name = ollama_model_name(id);
+    const std::string identity = concat(file.path().string(), "\n", f.size, "\n",
                                         static_cast<int64_t>(f.modified));
     return {{"name", name},
             {"model", name},
             {"modified_at", rfc3339(f.modified)},
             {"size", f.size},
             {"digest", hub::sha256_hex(std::as_bytes(std::span(identity)))},
-            {"details", details_of(m)}};
+            {"details", details_of(summarize_gguf(file))}};
 }
 
-Json ollama_show(const LoadedModel& m, const std::string& alias, int64_t n_ctx) {
+Json ollama_model_entry(const CatalogEntry& entry) {
+    if (entry.file) {
+        try {
+            return ollama_model_entry(GgufFile::open(*entry.file), entry.id);
+        } catch (const Error&) {
+            // Listed as far as it is known: the request that loads it will say what is wrong.
+        }
+    }
+    const std::string name = ollama_model_name(entry.id);
+    return {{"name", name}, {"model", name}, {"modified_at", rfc3339(0)}, {"size", 0},
+            {"digest", ""}, {"details", {{"parent_model", ""}, {"format", "gguf"}}}};
+}
+
+Json ollama_show(const LoadedModel& m, const std::string& id, int64_t n_ctx) {
     const std::string source = m.chat_template.source();
     Json capabilities = Json::array({"completion"});
     if (source.find("tools") != std::string::npos) capabilities.push_back("tools");
@@ -84,11 +101,11 @@ Json ollama_show(const LoadedModel& m, const std::string& alias, int64_t n_ctx) 
                                  std::filesystem::absolute(m.model->file().path()).string(), "\n")},
             {"parameters", concat("num_ctx ", n_ctx)},
             {"template", source},
-            {"details", details_of(m)},
+            {"details", details_of(summarize_model(*m.model))},
             {"model_info", std::move(info)},
             {"capabilities", std::move(capabilities)},
-            {"modified_at", rfc3339(facts_of(m).modified)},
-            {"name", ollama_model_name(alias)}};
+            {"modified_at", rfc3339(facts_of(m.model->file()).modified)},
+            {"name", ollama_model_name(id)}};
 }
 
 }  // namespace minfer::server

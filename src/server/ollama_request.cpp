@@ -4,6 +4,7 @@
 
 #include "grammar/json_schema.h"
 #include "server/api_error.h"
+#include "server/keep_alive.h"
 #include "server/request_fields.h"
 
 namespace minfer::server {
@@ -169,8 +170,8 @@ GenerationRequest common(const Fields& f, const SamplingParams& defaults) {
     if (!model || model->empty()) bad_field("model", "'model' is required");
     g.model = *model;
     g.stream = f.boolean("stream").value_or(true);
-    if (const Json* keep = f.get("keep_alive"); keep && !keep->is_string() && !keep->is_number())
-        bad_field("keep_alive", "'keep_alive' must be a duration (\"5m\") or a number of seconds");
+    if (const Json* keep = f.get("keep_alive"); keep && !keep->is_null())
+        g.keep_alive = keep_alive_from_json(*keep);
     parse_options(f, g);
     parse_format(f, g);
     return g;

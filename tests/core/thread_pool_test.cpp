@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -70,6 +72,33 @@ TEST(ThreadPool, RejectsBadSizesAndReentrantRuns) {
         if (i == 0) pool.run([](int, int) {});
     }),
                  UsageError);
+}
+
+// Runs are taken in the order they were asked for: a thread that asks for another run right after
+// its own must wait for the thread that was waiting already (two engines on the shared pool
+// alternate). std::mutex would usually let it take the pool straight back.
+TEST(ThreadPool, AWaitingRunGoesBeforeTheNextRunOfTheThreadThatJustRan) {
+    ThreadPool pool(1);
+    for (int round = 0; round < 10; ++round) {
+        std::vector<char> order;
+        std::mutex order_mutex;
+        auto record = [&](char who) {
+            std::lock_guard lock(order_mutex);
+            order.push_back(who);
+        };
+        std::atomic<bool> first_running{false};
+        std::thread waiter;
+        pool.run([&](int, int) {
+            record('a');
+            first_running = true;
+            waiter = std::thread([&] { pool.run([&](int, int) { record('b'); }); });
+            // Long enough for the waiter to be queued behind this run.
+            std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        });
+        pool.run([&](int, int) { record('a'); });
+        waiter.join();
+        EXPECT_EQ(std::string(order.begin(), order.end()), "aba") << "round " << round;
+    }
 }
 
 TEST(ThreadPool, PinnedPoolWorks) {

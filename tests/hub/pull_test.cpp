@@ -212,7 +212,7 @@ TEST(HubPull, EveryCommandTakesAReference) {
     EXPECT_TRUE(fs::exists(out));
 }
 
-// serve downloads its model before it listens, and names it by its reference in /v1/models.
+// serve downloads its model as it starts, and names it OWNER/REPO:QUANT in /v1/models.
 TEST(HubPull, ServeTakesAReference) {
     REQUIRE_MODEL_FIXTURES();
     FakeHub hub(base_config(fx));
@@ -225,7 +225,7 @@ TEST(HubPull, ServeTakesAReference) {
     server->signal(SIGTERM);
     const auto r = server->wait();
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find("serving 'hf:test/tiny:Q8_0'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("serving 'test/tiny:Q8_0'"), std::string::npos) << r.err;
     EXPECT_EQ(requests_to(hub, "data").size(), 1u);
     EXPECT_TRUE(
         same_bytes(fs::path(repo_folder(box)) / "snapshots" / kCommit / "tiny-Q8_0.gguf", fx.q8));

@@ -4,7 +4,7 @@
 // MINFER_SERVE_DEVICE=vulkan (or any --device value) runs every server on that device.
 
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,10 +23,12 @@ export function fixture(t, relative) {
   return null;
 }
 
-// Runs `minfer serve MODEL ARGS... --port 0` and resolves once it serves.
+// Runs `minfer serve MODEL ARGS... --port 0` and resolves once it serves. `model` may be an array
+// of models, or empty for every model in the caches.
 export async function startServer(model, args = [], { env = {} } = {}) {
   const device = process.env.MINFER_SERVE_DEVICE ? ["--device", process.env.MINFER_SERVE_DEVICE] : [];
-  const proc = spawn(binary, ["serve", model, "--port", "0", ...device, ...args], {
+  const models = Array.isArray(model) ? model : [model];
+  const proc = spawn(binary, ["serve", ...models, "--port", "0", ...device, ...args], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
@@ -90,4 +92,47 @@ export function thinkTemplate() {
   writeFileSync(template, "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}" +
                           "{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}{# </think> #}");
   return template;
+}
+
+// Starts tests/hub/fake_hub.py (the Hugging Face hub and ollama's registry, on 127.0.0.1) with
+// `config` (its header says what it takes), in a scratch directory that also holds empty caches.
+// Resolves to { env, stop }: env points minfer's caches and hubs there.
+export async function startFakeHub(config) {
+  const box = mkdtempSync(path.join(tmpdir(), "minfer-hub-"));
+  for (const d of ["home", "hf-cache", "minfer-cache", "ollama-models"]) mkdirSync(path.join(box, d));
+  const configPath = path.join(box, "hub.json");
+  writeFileSync(configPath, JSON.stringify({ log: path.join(box, "hub.log"), ...config }));
+  const proc = spawn("python3", [path.join(repo, "tests/hub/fake_hub.py"), configPath],
+                     { stdio: ["ignore", "pipe", "inherit"] });
+  const port = await new Promise((resolve, reject) => {
+    let out = "";
+    proc.stdout.on("data", (d) => {
+      out += d.toString();
+      const m = out.match(/READY (\d+) (\d+)/);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.on("exit", (code) => reject(new Error(`the fake hub exited (${code})`)));
+  });
+  const endpoint = `http://127.0.0.1:${port}`;
+  return {
+    box,
+    env: {
+      HOME: path.join(box, "home"),
+      XDG_CACHE_HOME: path.join(box, "home", ".cache"),
+      HF_ENDPOINT: endpoint,
+      MINFER_OLLAMA_REGISTRY: endpoint,
+      HF_HUB_CACHE: path.join(box, "hf-cache"),
+      MINFER_CACHE: path.join(box, "minfer-cache"),
+      OLLAMA_MODELS: path.join(box, "ollama-models"),
+      MINFER_HUB_RETRIES: "1",
+      MINFER_HUB_RETRY_DELAY: "0.05",
+    },
+    stop() { proc.kill(); },
+  };
+}
+
+// The resident memory of a process, in bytes (Linux).
+export function residentBytes(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(status.match(/VmRSS:\s+(\d+) kB/)[1]) * 1024;
 }

@@ -171,7 +171,10 @@ test("refusals come in ollama's shape through the client's ResponseError", async
   await refused(ollama.chat({ model: "", messages }), 400, /model/);
   await refused(ollama.generate({ model: "m", prompt: "x", suffix: "y" }), 400, /suffix/);
   await refused(ollama.embed({ model: "m", input: "x" }), 501, /embeddings/);
-  await refused(ollama.pull({ model: "llama3.2" }), 501, /not supported/);
+  // Managing models takes --allow-pull (models_by_name.test.mjs has the server that allows it).
+  await refused(ollama.pull({ model: "llama3.2" }), 403, /--allow-pull/);
+  await refused(ollama.delete({ model: "m" }), 403, /--allow-pull/);
+  await refused(ollama.copy({ source: "m", destination: "n" }), 501, /not supported/);
   // Malformed JSON and a wrong method, raw.
   const r = await fetch(server.url + "/api/chat", { method: "POST", body: "{nope" });
   assert.equal(r.status, 400);
