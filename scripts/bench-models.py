@@ -8,11 +8,12 @@ Two measurements, each in ROUNDS rounds (median and range reported):
   different: model A and model B, one client each: each one's tokens/s while both decode, and A's
              share of the steps taken meanwhile (one token per step: the goal is 0.5), beside each
              model's rate alone.
-The clients stream /v1/completions with ignore_eos so that every answer is TOKENS tokens long.
+The clients stream /v1/completions with ignore_eos so that every answer is TOKENS tokens long, and
+with logprobs so that each chunk says how many tokens it carries.
 
 Usage: scripts/bench-models.py [--model-a A.gguf] [--model-b B.gguf] [--tokens N] [--rounds R] [--json]
 Default models: build/bench-models/qwen2-0.5b-q4_0.gguf and llama-1.1b-q4_0.gguf
-(scripts/make-bench-models.sh writes them).
+(scripts/make-bench-models.sh writes them). MINFER_SERVE_ARGS adds options to the servers'.
 """
 
 import argparse
@@ -33,29 +34,40 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def start_server(minfer, models, threads):
     proc = subprocess.Popen([minfer, "serve", *models, "--port", "0", "-np", "1", "--ctx", "1024",
-                             "-t", str(threads), "--no-access-log", "--keep-alive", "-1"],
+                             "-t", str(threads), "--no-access-log", "--keep-alive", "-1", *os.environ.get("MINFER_SERVE_ARGS", "").split()],
                             stderr=subprocess.PIPE, text=True)
     for line in proc.stderr:
         m = re.search(r"listening on (http://\S+?)(,|$)", line.strip())
         if m:
             url = m.group(1)
             threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-            return proc, url
+            deadline = time.time() + 600
+            while time.time() < deadline:  # one model loads at start: /health says when
+                try:
+                    with urllib.request.urlopen(url + "/health", timeout=5):
+                        return proc, url
+                except OSError:
+                    time.sleep(0.2)
+            raise SystemExit("bench-models: the server did not become ready")
     raise SystemExit("bench-models: the server did not start")
 
 
 def stream_completion(url, model, tokens, out):
-    """Streams one completion; appends the arrival time of every token to out."""
+    """Streams one completion; appends the arrival time of every token to out. (A chunk may carry
+    several tokens, or none while a character is incomplete: the tokens are counted from its
+    log-probabilities.)"""
     body = json.dumps({"model": model, "prompt": "Once upon a time", "max_tokens": tokens,
-                       "ignore_eos": True, "stream": True, "temperature": 0}).encode()
+                       "ignore_eos": True, "stream": True, "temperature": 0,
+                       "logprobs": 0}).encode()
     req = urllib.request.Request(url + "/v1/completions", data=body,
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=600) as r:
         for raw in r:
             line = raw.decode().strip()
             if line.startswith("data: {"):
-                if json.loads(line[6:])["choices"][0].get("text") is not None:
-                    out.append(time.monotonic())
+                logprobs = json.loads(line[6:])["choices"][0].get("logprobs") or {}
+                now = time.monotonic()
+                out.extend(now for _ in logprobs.get("tokens", []))
 
 
 def together(url, models, tokens):
