@@ -7,5 +7,5 @@ string(REGEX REPLACE "(0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x..,0x
 string(REGEX MATCH "^(.*)::([^:]+)$" _ "${NAME}")
 set(ns "${CMAKE_MATCH_1}")
 set(var "${CMAKE_MATCH_2}")
-file(WRITE "${OUT}.tmp" "// Generated from ${IN} by cmake/embed_file.cmake: do not edit.\n#include \"${HEADER}\"\n\nnamespace ${ns} {\nnamespace {\nconst char kBytes[] = {\n${bytes}\n};\n}  // namespace\nconst std::string_view ${var}(kBytes, sizeof kBytes);\n}  // namespace ${ns}\n")
+file(WRITE "${OUT}.tmp" "// Generated from ${IN} by cmake/embed_file.cmake: do not edit.\n#include \"${HEADER}\"\n\nnamespace ${ns} {\nnamespace {\nconst unsigned char kBytes[] = {\n${bytes}\n};\n}  // namespace\nconst std::string_view ${var}(reinterpret_cast<const char*>(kBytes), sizeof kBytes);\n}  // namespace ${ns}\n")
 file(RENAME "${OUT}.tmp" "${OUT}")

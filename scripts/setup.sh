@@ -19,6 +19,8 @@ packages=(
                                       # Khronos validation layer: the Vulkan tests run on every machine
     libcurl4-openssl-dev              # downloads: hf:, ollama: and URL references (TLS, proxies, ranges)
     libssl-dev                        # OpenSSL's libcrypto: SHA-256 of downloads at disk speed
+    libjs-marked node-dompurify libjs-highlight.js  # the chat page renders answers with these
+                                      # (Markdown, sanitising, code), compiled into minfer
     chromium                          # the chat page's test in a real (headless) browser
     nginx                             # the replicas test behind a load balancer
     libgtest-dev libgmock-dev libbenchmark-dev

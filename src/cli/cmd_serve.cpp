@@ -86,9 +86,14 @@ std::string api_key_of(const ServeOptions& o) {
 // The models served: those named (the first under --alias), else every model in the caches.
 server::ModelCatalog catalog_of(const ServeOptions& o) {
     server::ModelCatalog catalog;
+    const auto add = [&catalog](server::CatalogEntry e) {
+        std::string note;
+        catalog.add(std::move(e), &note);
+        if (!note.empty()) log_info(concat("minfer: ", note));
+    };
     if (o.models.empty()) {
         for (auto& e : server::cached_catalog_entries(hub::HubSettings::from_environment()))
-            catalog.add(std::move(e));
+            add(std::move(e));
         return catalog;
     }
     for (const std::string& model : o.models) {
@@ -103,9 +108,7 @@ server::ModelCatalog catalog_of(const ServeOptions& o) {
         } else if (auto cached = hub::find_in_cache(parsed, hub::HubSettings::from_environment())) {
             e.file = cached->path;
         }
-        std::string note;
-        catalog.add(std::move(e), &note);
-        if (!note.empty()) log_info(concat("minfer: ", note));
+        add(std::move(e));
     }
     return catalog;
 }

@@ -46,6 +46,10 @@ struct Route {
 };
 constexpr Route kRoutes[] = {
     {"/", "GET", false},
+    {"/assets/marked.js", "GET", false},
+    {"/assets/purify.js", "GET", false},
+    {"/assets/highlight.js", "GET", false},
+    {"/assets/highlight.css", "GET", false},
     {"/health", "GET", false},
     {"/metrics", "GET", false},
     {"/v1/models", "GET", true},
@@ -393,11 +397,21 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<Reply> reply) {
     if (path == "/") {
         HttpResponse r;
         r.content_type = "text/html; charset=utf-8";
+        // Scripts and styles only from the page itself and /assets/ (answers are sanitised
+        // before they are shown; this stops what might slip through from loading anything).
         r.headers = {{"Content-Security-Policy",
-                      "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                      "img-src data:"},
+                      "default-src 'self'; script-src 'self' 'unsafe-inline'; "
+                      "style-src 'self' 'unsafe-inline'; img-src data:"},
                      {"X-Content-Type-Options", "nosniff"}};
         r.body = std::string(kChatPageHtml);
+        return respond(request, reply, std::move(r));
+    }
+    if (const ChatAsset* asset = find_chat_asset(path)) {
+        HttpResponse r;
+        r.content_type = std::string(asset->content_type);
+        r.headers = {{"Cache-Control", "public, max-age=86400"},
+                     {"X-Content-Type-Options", "nosniff"}};
+        r.body = std::string(*asset->body);
         return respond(request, reply, std::move(r));
     }
     if (path == "/health") {
@@ -700,6 +714,9 @@ void ApiServer::handle_ollama_generation(const Request& request,
     }
     with_model(request, reply, gen->model, gen->keep_alive,
                [this, chat, request, reply, gen, start](Lease lease) {
+        // ollama's load_duration: the wait for the model (a loaded model's is a few microseconds).
+        const double loaded_after_ms =
+            std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         const LoadedModel& m = lease->model().loaded;
         PreparedGeneration prepared = prepare_generation(
             m, *gen, lease->service()->n_ctx(), {options_.default_max_tokens, options_.seed_fixed},
@@ -710,6 +727,7 @@ void ApiServer::handle_ollama_generation(const Request& request,
         setup.stream = gen->stream;
         setup.n_prompt = prepared.n_prompt;
         setup.model = gen->model;
+        setup.load_ms = loaded_after_ms;
         setup.response = response_context(*request, reply, m, start);
         submit(lease, std::move(prepared.spec), std::make_shared<OllamaJob>(std::move(setup)),
                reply);

@@ -115,7 +115,7 @@ OllamaJob::Json OllamaJob::final_object() const {
     j["done"] = true;
     j["done_reason"] = done_reason_;
     j["total_duration"] = nanoseconds(total_ms);
-    j["load_duration"] = 0;  // the model is loaded before the server serves
+    j["load_duration"] = nanoseconds(s_.load_ms);
     j["prompt_eval_count"] = s_.n_prompt;
     j["prompt_eval_duration"] = nanoseconds(stats_.prompt_ms);
     j["eval_count"] = n_tokens_;

@@ -26,6 +26,7 @@ struct OllamaSetup {
     bool stream = true;
     int64_t n_prompt = 0;
     std::string model;
+    double load_ms = 0;  // waiting for the model to load (0 when it was loaded)
     ResponseContext response;
 };
 

@@ -110,6 +110,14 @@ TEST_F(ModelPoolTest, UnloadsTheLeastRecentlyUsedIdleModelBeyondMaxModels) {
     lease_of(*pool, "tiny-llama-q4_0");  // now tiny-qwen2-q8_0 is the least recently used
     auto lease = lease_of(*pool, "tiny-llama-q8_0");
     EXPECT_EQ(loaded_ids(*pool), (std::vector<std::string>{"tiny-llama-q4_0", "tiny-llama-q8_0"}));
+    // A model in use is never unloaded, even as the least recently used: it serves on while the
+    // idle one makes room.
+    lease.reset();
+    auto serving = lease_of(*pool, "tiny-llama-q4_0");
+    lease_of(*pool, "tiny-llama-q8_0");
+    lease_of(*pool, "tiny-qwen2-q8_0");
+    EXPECT_EQ(loaded_ids(*pool), (std::vector<std::string>{"tiny-llama-q4_0", "tiny-qwen2-q8_0"}));
+    EXPECT_GT(serving->service()->n_ctx(), 0);
 }
 
 TEST_F(ModelPoolTest, SaysWhyWhenEveryLoadedModelIsInUse) {

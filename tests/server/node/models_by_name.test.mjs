@@ -59,6 +59,8 @@ test("a model loads when named; requests arriving while it loads wait for it", a
   for (const a of answers) {
     assert.equal(a.done_reason, "length");
     assert.equal(a.message.content, answers[0].message.content);
+    // ollama's load_duration counts the wait for the model, inside total_duration.
+    assert.ok(a.load_duration > 0 && a.load_duration <= a.total_duration);
   }
   assert.deepEqual(await loaded(), ["tiny-llama-q4_0:latest"]);
   // Its id with or without ollama's tag, and through the OpenAI and Anthropic APIs.
@@ -217,6 +219,17 @@ test("serve without MODEL: the caches; --allow-pull pulls with progress and dele
     assert.match(String(missing), /nosuch/);
     const bad = await o.pull({ model: "../../etc/passwd", stream: false }).catch((err) => err);
     assert.equal(bad.status_code, 400);
+    // Hostile bodies, raw: wrong types, a path for a name, the wrong method.
+    const raw = async (method, p, body) => {
+      const r = await fetch(s.url + p, { method, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: r.status, error: (await r.json()).error };
+    };
+    assert.deepEqual((await raw("POST", "/api/pull", { model: 5 })).status, 400);
+    assert.match((await raw("POST", "/api/pull", { model: 5 })).error, /model/);
+    assert.equal((await raw("POST", "/api/pull", [])).status, 400);
+    assert.equal((await raw("DELETE", "/api/delete", { model: "/etc/passwd" })).status, 404);
+    assert.equal((await raw("DELETE", "/api/delete", { name: ["x"] })).status, 400);
+    assert.equal((await raw("GET", "/api/pull")).status, 405);
     // Delete: gone from the list, the server and the caches; a second delete finds nothing.
     await o.delete({ model: "qwen2.5:0.5b" });
     assert.deepEqual((await o.list()).models.map((m) => m.name), ["bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M"]);
