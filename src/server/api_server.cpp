@@ -644,9 +644,7 @@ void ApiServer::handle_messages(const Request& request, const std::shared_ptr<Re
     with_model(request, reply, gen->model, std::nullopt,
                [this, request, reply, gen, start](Lease lease) {
         const LoadedModel& m = lease->model().loaded;
-        PreparedGeneration prepared = prepare_generation(
-            m, *gen, lease->service()->n_ctx(), {options_.default_max_tokens, options_.seed_fixed},
-            state_->grammars);
+        PreparedGeneration prepared = prepare(*lease, *gen);
         MessagesSetup setup;
         setup.shape = std::move(prepared.shape);
         setup.stream = gen->stream;
@@ -668,9 +666,7 @@ void ApiServer::handle_generation(Endpoint endpoint, const Request& request,
     with_model(request, reply, gen->model, std::nullopt,
                [this, endpoint, request, reply, gen, start](Lease lease) {
         const LoadedModel& m = lease->model().loaded;
-        PreparedGeneration prepared = prepare_generation(
-            m, *gen, lease->service()->n_ctx(), {options_.default_max_tokens, options_.seed_fixed},
-            state_->grammars);
+        PreparedGeneration prepared = prepare(*lease, *gen);
         CompletionSetup setup;
         setup.endpoint = endpoint;
         setup.shape = std::move(prepared.shape);
@@ -718,9 +714,7 @@ void ApiServer::handle_ollama_generation(const Request& request,
         const double loaded_after_ms =
             std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         const LoadedModel& m = lease->model().loaded;
-        PreparedGeneration prepared = prepare_generation(
-            m, *gen, lease->service()->n_ctx(), {options_.default_max_tokens, options_.seed_fixed},
-            state_->grammars);
+        PreparedGeneration prepared = prepare(*lease, *gen);
         OllamaSetup setup;
         setup.chat = chat;
         setup.shape = std::move(prepared.shape);
@@ -854,6 +848,12 @@ void ApiServer::handle_ollama_delete(const Request& request, const std::shared_p
     HttpResponse r;
     r.body = "{}";
     respond(*request, reply, std::move(r));
+}
+
+PreparedGeneration ApiServer::prepare(const ModelLease& lease, GenerationRequest& request) {
+    return prepare_generation(lease.model().loaded, request, lease.service()->n_ctx(),
+                              {options_.default_max_tokens, options_.seed_fixed},
+                              state_->grammars);
 }
 
 void ApiServer::submit(const Lease& lease, JobSpec spec, std::shared_ptr<JobListener> job,

@@ -30,6 +30,8 @@ namespace minfer::server {
 
 enum class Endpoint;
 class ApiError;
+struct GenerationRequest;
+struct PreparedGeneration;
 class GenerationService;
 class JobListener;
 struct JobSpec;
@@ -110,6 +112,8 @@ class ApiServer {
     ResponseContext response_context(const HttpRequest& request,
                                      const std::shared_ptr<Reply>& reply, const LoadedModel& m,
                                      std::chrono::steady_clock::time_point start);
+    // The engine's work for a request to the lease's model (server/generation_path.h).
+    PreparedGeneration prepare(const ModelLease& lease, GenerationRequest& request);
     // Hands a prepared job to the lease's service (ApiError 503 when it refuses), keeps the lease
     // until the job ends, and cancels the job when the client goes.
     void submit(const Lease& lease, JobSpec spec, std::shared_ptr<JobListener> job,

@@ -131,8 +131,9 @@ export async function startFakeHub(config) {
   };
 }
 
-// The resident memory of a process, in bytes (Linux).
-export function residentBytes(pid) {
+// The resident memory of a process, in bytes (Linux): all of it (VmRSS), or only the anonymous
+// part (RssAnon: heap, stacks, mapped anonymous memory; not the pages of files it maps).
+export function residentBytes(pid, field = "VmRSS") {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(status.match(/VmRSS:\s+(\d+) kB/)[1]) * 1024;
+  return Number(status.match(new RegExp(field + ":\\s+(\\d+) kB"))[1]) * 1024;
 }

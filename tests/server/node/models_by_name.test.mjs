@@ -3,7 +3,7 @@
 // unknown name with 404 in each API's error shape; a model that fails to load fails its requests
 // and the others go on. `minfer serve` without MODEL serves the caches, and with --allow-pull
 // clients pull (streamed progress, from a local fake hub) and delete models through the official
-// ollama client. Resident memory returns to where it started once every model is unloaded.
+// ollama client. Memory returns to where it started once every model is unloaded.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -131,11 +131,13 @@ test("keep_alive 0 unloads after the request; an empty request loads or unloads"
   assert.match(e.error, /keep_alive/);
 });
 
-// "Start" is the server after each model has been loaded and unloaded once: that pages in the code
-// they run (about 3 MiB of minfer's binary, PCRE2 and libm) and makes the malloc arenas of the
-// threads that run models (about 2 MiB), once. Then two more rounds must give their memory back:
-// no model file stays mapped, and resident memory returns to within 10 % of the start.
-test("resident memory returns to within 10 % of its start once every model is unloaded", async (t) => {
+// Measured as anonymous resident memory (the KV caches, repacked weights, buffers; the weights'
+// file pages are checked apart: no model file may stay mapped), since a process's file-backed
+// pages come and go with what code runs (libcrypto's 2 MiB of code is paged in by the first
+// /api/ps that hashes a digest). "Start" is the server after each model has been loaded and
+// unloaded once: that makes the malloc arenas of the threads that run models, once. Then, in two
+// more rounds, what stays after unloading must be within 10 % of what the models took.
+test("memory returns to within 10 % of its start once every model is unloaded", async (t) => {
   const models = names.map((n) => fixture(t, `models/${n}.gguf`));
   if (models.includes(null)) return;
   // A cache large enough to be seen: f32, 4 sequences of 4096 positions per model.
@@ -147,11 +149,12 @@ test("resident memory returns to within 10 % of its start once every model is un
   try {
     const o = new Ollama({ host: s.url });
     const mib = (b) => (b / 1048576).toFixed(1) + " MiB";
+    const anon = () => residentBytes(s.proc.pid, "RssAnon");
     const mapped = () => readFileSync(`/proc/${s.proc.pid}/maps`, "utf8").split("\n")
       .filter((line) => line.endsWith(".gguf")).length;
     const round = async (list) => {
       for (const model of list) await o.chat({ model, messages, stream: false, options: { num_predict: 8 } });
-      const peak = residentBytes(s.proc.pid);
+      const peak = anon();
       assert.equal(mapped(), list.length);
       for (const model of list) await o.generate({ model, prompt: "", keep_alive: 0 });
       await eventually(async () => (await o.ps()).models.length === 0, 5000, "every model unloaded");
@@ -159,18 +162,18 @@ test("resident memory returns to within 10 % of its start once every model is un
       await eventually(() => mapped() === 0, 5000, "every model file unmapped");
       return peak;
     };
-    const fresh = residentBytes(s.proc.pid);
     await round(names);
-    const start = residentBytes(s.proc.pid);
+    const start = anon();
     for (let i = 0; i < 2; i++) {
       const peak = await round(names);
+      const allowed = start + (peak - start) / 10;
       let end = 0;
-      await eventually(() => (end = residentBytes(s.proc.pid)) <= start * 1.1, 2000, "the memory back")
-        .catch(() => {});
-      t.diagnostic(`resident: ${mib(fresh)} fresh, ${mib(start)} at start, ${mib(peak)} with three models, ` +
-                   `${mib(end)} after unloading them`);
+      await eventually(() => (end = anon()) <= allowed, 2000, "the memory back").catch(() => {});
+      t.diagnostic(`anonymous resident memory: ${mib(start)} at start, ${mib(peak)} with three models, ` +
+                   `${mib(end)} after unloading them (all resident: ${mib(residentBytes(s.proc.pid))})`);
       assert.ok(peak > start + 8 * 1048576, `loading three models added only ${mib(peak - start)}`);
-      assert.ok(end <= start * 1.1, `${mib(end)} after unloading, ${mib(start)} at start`);
+      assert.ok(end <= allowed, `${mib(end)} after unloading: ${mib(end - start)} of the ${mib(peak - start)} ` +
+                                "the models took stayed");
     }
   } finally {
     await s.stop();
