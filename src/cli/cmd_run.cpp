@@ -130,7 +130,8 @@ void add_run_command(CLI::App& app) {
                     "Tokens to generate (-1: until the end of the answer)")
         ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
         ->capture_default_str();
-    cmd->add_option("--stop", o->stop, "Stop before this text (repeatable)");
+    cmd->add_option("--stop", o->stop, "Stop before this text (repeatable)")
+        ->allow_extra_args(false);  // one value each time: a MODEL may follow
     auto* system =
         cmd->add_option("--system", o->system, "System message (with the chat template)");
     auto* raw = cmd->add_flag("--raw", o->raw, "Feed the prompt as is, without the chat template");

@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -29,6 +30,7 @@
 #include "hub/hub_settings.h"
 #include "hub/reference.h"
 #include "hub/resolver.h"
+#include "model/kv_spec.h"
 #include "sampling/sampler.h"
 #include "server/api_server.h"
 #include "server/keep_alive.h"
@@ -60,6 +62,7 @@ struct ServeOptions {
     double memory_gib = 0;  // 0: what is free at start
     std::string keep_alive;  // "": 5m with several models, forever with one
     bool allow_pull = false;
+    std::vector<std::string> model_options;  // NAME,KEY=VALUE,...
     ContextFlags context;
     SamplingFlags sampling;
 };
@@ -111,6 +114,61 @@ server::ModelCatalog catalog_of(const ServeOptions& o) {
         add(std::move(e));
     }
     return catalog;
+}
+
+// --model-options NAME,KEY=VALUE,...: one model's own --ctx, -np, --kv-cache-tokens and
+// --cache-type. NAME is any name a request may use for the model.
+void apply_model_options(server::ModelCatalog& catalog, const ServeOptions& o) {
+    for (const std::string& spec : o.model_options) {
+        const auto fail = [&](const std::string& why) -> UsageError {
+            return UsageError(concat("--model-options ", spec, ": ", why));
+        };
+        std::vector<std::string> parts;
+        for (std::size_t start = 0;;) {
+            const std::size_t comma = spec.find(',', start);
+            parts.push_back(spec.substr(start, comma - start));
+            if (comma == std::string::npos) break;
+            start = comma + 1;
+        }
+        const server::CatalogEntry* entry = catalog.find(parts.front());
+        if (entry == nullptr) {
+            std::string ids;
+            for (const auto& e : catalog.entries()) ids += concat(ids.empty() ? "" : ", ", e.id);
+            throw fail(concat("no model served is called '", parts.front(), "' (served: ",
+                              ids.empty() ? std::string("none") : ids, ")"));
+        }
+        if (parts.size() < 2) throw fail("give KEY=VALUE after the name: ctx, np, kv-cache-tokens, cache-type");
+        server::ModelSettings settings = entry->settings;
+        for (std::size_t i = 1; i < parts.size(); ++i) {
+            const std::size_t eq = parts[i].find('=');
+            const std::string key = parts[i].substr(0, eq);
+            const std::string value = eq == std::string::npos ? "" : parts[i].substr(eq + 1);
+            const auto number = [&](int64_t lo, int64_t hi) {
+                char* end = nullptr;
+                errno = 0;
+                const long long v = std::strtoll(value.c_str(), &end, 10);
+                if (value.empty() || *end != '\0' || errno != 0 || v < lo || v > hi)
+                    throw fail(concat(key, " must be a whole number from ", lo, " to ", hi));
+                return static_cast<int64_t>(v);
+            };
+            if (key == "ctx") {
+                settings.ctx = number(1, kMaxKvTokens);
+            } else if (key == "np") {
+                settings.n_parallel = static_cast<int>(number(1, 256));
+                if (*settings.n_parallel > o.context.batch)
+                    throw fail(concat("np ", *settings.n_parallel, " is more than -b ", o.context.batch));
+            } else if (key == "kv-cache-tokens") {
+                settings.kv_tokens = number(1, kMaxKvTokens);
+            } else if (key == "cache-type") {
+                parse_kv_cache_type(value);  // UsageError naming the types
+                settings.cache_type = value;
+            } else {
+                throw fail(concat("unknown setting '", key,
+                                  "': ctx, np, kv-cache-tokens and cache-type may be set per model"));
+            }
+        }
+        catalog.set_settings(entry->id, settings);
+    }
 }
 
 // The sizes on the command line that contradict each other, checked before the port is bound and
@@ -188,6 +246,11 @@ void add_serve_command(CLI::App& app) {
                     "How long a model stays loaded after its last request: 5m, 1h, 30s, 0 "
                     "(unload at once), -1 (keep) (default: 5m; with one MODEL, -1); requests may "
                     "set their own (ollama's keep_alive)");
+    cmd->add_option("--model-options", o->model_options,
+                    "One model's own settings instead of the flags': NAME,KEY=VALUE,... with keys "
+                    "ctx, np, kv-cache-tokens, cache-type (e.g. 'qwen2.5:0.5b,ctx=8192,np=2'); "
+                    "repeat for several models")
+        ->allow_extra_args(false);  // one value each time: MODELs may follow
     cmd->add_flag("--allow-pull", o->allow_pull,
                   "Let clients pull models into the caches (/api/pull, or a request naming one "
                   "not there yet) and delete them (/api/delete)");
@@ -286,6 +349,7 @@ void add_serve_command(CLI::App& app) {
         s.allow_pull = o->allow_pull;
         s.serve_cache = o->models.empty();
         server::ModelCatalog catalog = catalog_of(*o);
+        apply_model_options(catalog, *o);
         check_sizes(*o, *prefill_chunk_option);
         if (o->no_access_log && log_format_option->count() > 0)
             log_warning("--log-format has no effect with --no-access-log");
@@ -308,9 +372,14 @@ void add_serve_command(CLI::App& app) {
             // every request would be refused for the server's own flag.
             Sampler(defaults, static_cast<int32_t>(served.loaded.tokenizer->n_vocab()));
             EngineOptions e = engine_options;
+            const server::ModelSettings& own = entry.settings;
             const int64_t n_train = served.loaded.model->hparams().n_ctx_train;
+            if (own.ctx) e.n_ctx = *own.ctx;
             if (e.n_ctx == 0) e.n_ctx = std::min<int64_t>(4096, n_train);
-            e.kv_tokens = o->kv_cache_tokens > 0 ? o->kv_cache_tokens : e.n_ctx * n_parallel;
+            if (own.cache_type) e.kv_type = parse_kv_cache_type(*own.cache_type);
+            served.n_parallel = own.n_parallel.value_or(n_parallel);
+            const int64_t kv_tokens = own.kv_tokens.value_or(o->kv_cache_tokens);
+            e.kv_tokens = kv_tokens > 0 ? kv_tokens : e.n_ctx * served.n_parallel;
             if (e.kv_tokens < e.n_ctx) {
                 throw UsageError(concat("--kv-cache-tokens ", e.kv_tokens,
                                         " is less than one sequence's context of ", e.n_ctx,

@@ -37,7 +37,8 @@ void add_sampling_flags(CLI::App* cmd, SamplingFlags& f) {
                     "Subtracted per occurrence from seen tokens")
         ->capture_default_str();
     cmd->add_option("--logit-bias", f.logit_bias,
-                    "Bias a token: ID+BIAS, ID-BIAS or ID-inf (repeatable)");
+                    "Bias a token: ID+BIAS, ID-BIAS or ID-inf (repeatable)")
+        ->allow_extra_args(false);  // one value each time: a MODEL may follow
     f.draw_options.push_back(
         cmd->add_option("-s,--seed", f.seed, "Random seed, 0 to 2^64-1 (-1 = random)")
             ->capture_default_str());

@@ -512,7 +512,7 @@ void ApiServer::answer_listing(const HttpRequest& request, const std::shared_ptr
         for (const LoadedModelStatus& l : loaded) {
             if (l.id != e.id) continue;
             m["meta"] = {{"n_ctx_per_sequence", l.n_ctx},
-                         {"n_parallel", options_.n_parallel},
+                         {"n_parallel", l.n_parallel},
                          {"n_vocab", l.model->loaded.model->hparams().n_vocab},
                          {"n_params", l.model->loaded.model->n_params()}};
         }

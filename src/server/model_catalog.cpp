@@ -105,7 +105,8 @@ std::vector<CatalogEntry> cached_catalog_entries(const hub::HubSettings& setting
         } catch (const UsageError&) {
             continue;
         }
-        out.push_back({.id = {}, .reference = m.reference, .file = m.files[0], .in_cache = true});
+        out.push_back({.id = {}, .reference = m.reference, .file = m.files[0], .in_cache = true,
+                       .settings = {}});
     }
     return out;
 }
@@ -129,6 +130,15 @@ std::string ModelCatalog::add(CatalogEntry entry, std::string* note) {
     entry.id = id;
     entries_.push_back(std::move(entry));
     return id;
+}
+
+bool ModelCatalog::set_settings(std::string_view id, const ModelSettings& settings) {
+    for (CatalogEntry& e : entries_) {
+        if (e.id != id) continue;
+        e.settings = settings;
+        return true;
+    }
+    return false;
 }
 
 bool ModelCatalog::remove(std::string_view id) {

@@ -19,6 +19,14 @@
 
 namespace minfer::server {
 
+// What `--model-options` sets for one model instead of the server's own flags.
+struct ModelSettings {
+    std::optional<int64_t> ctx;             // --ctx
+    std::optional<int> n_parallel;          // -np
+    std::optional<int64_t> kv_tokens;       // --kv-cache-tokens
+    std::optional<std::string> cache_type;  // --cache-type
+};
+
 struct CatalogEntry {
     std::string id;
     std::string reference;  // what loading takes: a path, or an hf:/ollama:/URL reference
@@ -26,6 +34,7 @@ struct CatalogEntry {
     // given on the command line whose file is not downloaded yet.
     std::optional<std::filesystem::path> file;
     bool in_cache = false;  // found in the caches (so /api/delete may remove it)
+    ModelSettings settings;
 };
 
 // The id a reference is listed under (UsageError for a malformed reference).
@@ -46,6 +55,8 @@ class ModelCatalog {
     // listed one now is too). Returns the entry's id; `note` (when given) receives a sentence when
     // the id had to be suffixed.
     std::string add(CatalogEntry entry, std::string* note = nullptr);
+    // Gives the entry with this id its own settings; false when there is none.
+    bool set_settings(std::string_view id, const ModelSettings& settings);
     // Removes the entry with this id; false when there is none.
     bool remove(std::string_view id);
     // The entry a client's name means, as the header says; nullptr when none.

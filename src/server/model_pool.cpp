@@ -232,12 +232,15 @@ void ModelPool::load(const std::shared_ptr<Slot>& slot, const CatalogEntry& entr
             victims = make_room(*slot, model_bytes);
         }
         unload(std::move(victims), concat("to make room for '", entry.id, "'"));
+        ServiceOptions service_options = service_options_;
+        if (model->n_parallel > 0) service_options.n_parallel = model->n_parallel;
+        model->n_parallel = service_options.n_parallel;
         auto service = std::make_shared<GenerationService>(
             [&] {
                 return std::make_unique<Engine>(model->loaded.model, model->loaded.tokenizer,
                                                 model->engine);
             },
-            service_options_);
+            service_options);
         std::vector<std::shared_ptr<ModelLease>> leases;
         {
             std::lock_guard lock(shared_->mutex);
@@ -417,6 +420,7 @@ std::vector<LoadedModelStatus> ModelPool::loaded() const {
         st.id = id;
         st.model = s->model;
         st.n_ctx = s->service->n_ctx();
+        st.n_parallel = s->model->n_parallel;
         st.bytes = s->bytes;
         st.leases = s->leases;
         st.keep_alive = s->keep_alive;

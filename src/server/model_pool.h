@@ -32,6 +32,7 @@ namespace minfer::server {
 struct ServedModel {
     LoadedModel loaded;
     EngineOptions engine;
+    int n_parallel = 0;  // sequences decoded at once; 0: the pool's
 };
 
 struct PoolLimits {
@@ -67,6 +68,7 @@ struct LoadedModelStatus {
     std::string id;
     std::shared_ptr<const ServedModel> model;
     int64_t n_ctx = 0;
+    int n_parallel = 0;
     uint64_t bytes = 0;  // counted against --memory
     int leases = 0;      // requests using it now
     std::chrono::milliseconds keep_alive{0};  // after the last request (negative: forever)

@@ -13,7 +13,8 @@ import path from "node:path";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { Ollama } from "ollama";
-import { eventually, fixture, residentBytes, startFakeHub, startServer } from "./harness.mjs";
+import { spawnSync } from "node:child_process";
+import { binary, eventually, fixture, residentBytes, startFakeHub, startServer } from "./harness.mjs";
 
 const names = ["tiny-llama-q4_0", "tiny-qwen2-q8_0", "tiny-llama-q8_0"];
 const messages = [{ role: "user", content: "Tell me a story about a dragon." }];
@@ -129,6 +130,32 @@ test("keep_alive 0 unloads after the request; an empty request loads or unloads"
   const e = await say("tiny-llama-q4_0", { keep_alive: "soon" }).catch((err) => err);
   assert.equal(e.status_code, 400);
   assert.match(e.error, /keep_alive/);
+});
+
+test("--model-options gives one model its own context, sequences and cache type", async (t) => {
+  const models = names.slice(0, 2).map((n) => fixture(t, `models/${n}.gguf`));
+  if (models.includes(null)) return;
+  // (Given before the MODELs too: each takes one value.)
+  const s = await startServer(["--model-options", "tiny-llama-q4_0,ctx=512,np=1,cache-type=q8_0", ...models],
+                              ["--ctx", "256", "-np", "3", "-t", "2"]);
+  try {
+    const o = new Ollama({ host: s.url });
+    for (const model of names.slice(0, 2)) await o.generate({ model, prompt: "" });
+    const ps = Object.fromEntries((await o.ps()).models.map((m) => [m.name, m.context_length]));
+    assert.deepEqual(ps, { "tiny-llama-q4_0:latest": 512, "tiny-qwen2-q8_0:latest": 256 });
+    const list = (await (await fetch(s.url + "/v1/models")).json()).data;
+    assert.deepEqual(list.map((m) => m.meta.n_parallel), [1, 3]);
+  } finally {
+    await s.stop();
+  }
+  for (const [spec, message] of [["nope,ctx=1", /no model served is called 'nope'/],
+                                 ["tiny-llama-q4_0,ctx=x", /ctx must be a whole number/],
+                                 ["tiny-llama-q4_0,temp=1", /unknown setting 'temp'/],
+                                 ["tiny-llama-q4_0,np=999", /np must be/]]) {
+    const r = spawnSync(binary, ["serve", ...models, "--model-options", spec], { encoding: "utf8" });
+    assert.equal(r.status, 2, spec + "\n" + r.stderr);
+    assert.match(r.stderr, message);
+  }
 });
 
 // Measured as anonymous resident memory (the KV caches, repacked weights, buffers; the weights'
