@@ -57,21 +57,19 @@ Value g_range(Interpreter& interp, CallArgs& args) {
 
 // dict(mapping_or_pairs, **kwargs)
 Dict make_dict(const CallArgs& args, const char* function) {
-    Dict d;
     if (args.positional.size() > 1)
         throw EvalError(concat(function, " expected at most 1 argument"));
-    if (!args.positional.empty()) {
-        const Value& source = args.positional.front();
-        if (source.is_dict()) {
-            d = source.as_dict();
-        } else {
-            for (const Value& pair : iterate(source)) {
-                const std::vector<Value> kv = iterate(pair);
-                if (kv.size() != 2)
-                    throw EvalError(concat("dictionary update sequence element has length ",
-                                           kv.size(), "; 2 is required"));
-                d.set(kv[0], kv[1]);
-            }
+    const bool from_dict = !args.positional.empty() && args.positional.front().is_dict();
+    // Copy-constructed, not assigned: GCC 12 for aarch64 warns (wrongly) of a null dereference
+    // in the assignment's shared_ptr release.
+    Dict d = from_dict ? args.positional.front().as_dict() : Dict();
+    if (!args.positional.empty() && !from_dict) {
+        for (const Value& pair : iterate(args.positional.front())) {
+            const std::vector<Value> kv = iterate(pair);
+            if (kv.size() != 2)
+                throw EvalError(concat("dictionary update sequence element has length ",
+                                       kv.size(), "; 2 is required"));
+            d.set(kv[0], kv[1]);
         }
     }
     for (const auto& [name, value] : args.keyword) d.set(Value::string(name), value);

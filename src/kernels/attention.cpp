@@ -1,4 +1,9 @@
 // Highway implementation of attention.h; compiled once per SIMD target.
+// SVE's vectors are sizeless and cannot be array elements, which these kernels' accumulators
+// are: on aarch64 they run on NEON (128-bit) also where the CPU has SVE.
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#endif
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/attention.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep

@@ -1,10 +1,17 @@
 // GEMM micro-kernels over unpacked panels (matmul_internal.h), compiled once per Highway target.
 // Each output vector holds kPanelRows = 16 rows of one token (or 8 on AVX2), so the result row of
 // a token is one contiguous store. AVX-512 kernels are in gemm_x86_avx3-inl.h (vpdpbusd with
-// AVX512-VNNI, or its exact 16-bit emulation); AVX2 has its own below; other targets run
-// portable loops that the compiler vectorizes for them.
+// AVX512-VNNI, or its exact 16-bit emulation); AVX2 has its own below; aarch64's dot products
+// (sdot, usdot) are in gemm_arm_neon-inl.h; other targets run portable loops that the compiler
+// vectorizes for them.
 
+// SVE's vectors are sizeless and cannot be array elements, which these kernels' accumulators
+// are: on aarch64 they run on NEON (128-bit) also where the CPU has SVE.
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#endif
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kernels/kernel_path.h"
@@ -15,6 +22,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 // clang-format off: the per-target header must follow highway.h
+#include "kernels/gemm_arm_neon-inl.h"
 #include "kernels/gemm_x86_avx3-inl.h"
 // clang-format on
 
@@ -252,9 +260,21 @@ void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, in
 
 #else  // portable loops
 
+// a * b + c: fused on aarch64, as the NEON kernels compute it (left to itself the compiler fuses
+// some products of these loops and not others, as it sees fit), rounded twice elsewhere (the x86
+// targets that run these loops have no FMA).
+HWY_INLINE float MulAdd(float a, float b, float c) {
+#if HWY_ARCH_ARM_A64
+    return std::fma(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
+
 // One token at a time, so every token count runs the same operations per row and token.
-void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, int64_t n_tokens,
-                  float* y, int64_t y_stride, int n_valid_rows, bool accumulate) {
+void GemmIntPanelLoops(const IntPanel& p, const IntActivations& a, int64_t block0,
+                       int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
+                       bool accumulate) {
     const int sub = p.sub_size;
     const int subs = p.subs_per_block;
     for (int64_t t = 0; t < n_tokens; ++t) {
@@ -286,8 +306,8 @@ void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, in
                 const float sum =
                     p.has_min ? a.sum[a.block_tile(tile) + ab * a.width + slot] : 0;
                 for (int r = 0; r < kPanelRows; ++r) {
-                    acc[r] += static_cast<float>(isum[r]) * (dw[r] * da);
-                    if (p.has_min) acc[r] += min_scale[r] * sum;
+                    acc[r] = MulAdd(static_cast<float>(isum[r]), dw[r] * da, acc[r]);
+                    if (p.has_min) acc[r] = MulAdd(min_scale[r], sum, acc[r]);
                 }
                 continue;
             }
@@ -304,12 +324,30 @@ void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, in
             }
             for (int r = 0; r < kPanelRows; ++r) {
                 float block = dw[r] * static_cast<float>(isum[r]);
-                if (p.has_min) block += min_scale[r] * static_cast<float>(msum[r]);
-                acc[r] += da * block;
+                if (p.has_min) block = MulAdd(min_scale[r], static_cast<float>(msum[r]), block);
+                acc[r] = MulAdd(da, block, acc[r]);
             }
         }
         for (int r = 0; r < n_valid_rows; ++r) y[t * y_stride + r] = acc[r];
     }
+}
+
+void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, int64_t n_tokens,
+                  float* y, int64_t y_stride, int n_valid_rows, bool accumulate) {
+#ifdef MINFER_GEMM_ARM_NEON
+    // The same bits as the loops below, with the CPU's dot products (gemm_arm_neon-inl.h).
+    switch (arm_extensions()) {
+        case ArmExtensions::kI8mm:
+            return GemmIntPanelNeon<ArmDot::kUsdot>(p, a, block0, n_tokens, y, y_stride,
+                                                    n_valid_rows, accumulate);
+        case ArmExtensions::kDotProd:
+            return GemmIntPanelNeon<ArmDot::kSdot>(p, a, block0, n_tokens, y, y_stride,
+                                                   n_valid_rows, accumulate);
+        case ArmExtensions::kNone:
+            break;
+    }
+#endif
+    GemmIntPanelLoops(p, a, block0, n_tokens, y, y_stride, n_valid_rows, accumulate);
 }
 
 #endif

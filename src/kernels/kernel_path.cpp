@@ -2,12 +2,24 @@
 
 #include <hwy/targets.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "core/error.h"
+#include "core/hex_escape.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+
+#include <fstream>
 #endif
 
 namespace minfer {
@@ -16,6 +28,31 @@ namespace {
 std::atomic<KernelPath> g_path{KernelPath::kBest};
 std::atomic<bool> g_extensions{true};
 std::atomic<int> g_avx2_prefetch{-1};  // -1: the CPU's default (software_prefetch_pays)
+std::atomic<ArmExtensions> g_arm_limit{ArmExtensions::kI8mm};
+
+#if defined(__aarch64__) && defined(__linux__)
+// The aarch64 Linux HWCAP bits (asm/hwcap.h).
+struct ArmHwcaps {
+    unsigned long hwcap = 0, hwcap2 = 0;
+};
+ArmHwcaps arm_hwcaps() {
+    return {getauxval(AT_HWCAP), getauxval(AT_HWCAP2)};
+}
+#endif
+
+ArmExtensions cpu_arm_extensions() {
+#if defined(__aarch64__) && defined(__linux__)
+    static const ArmExtensions has = [] {
+        const ArmHwcaps caps = arm_hwcaps();
+        if ((caps.hwcap & HWCAP_ASIMDDP) == 0) return ArmExtensions::kNone;
+        if ((caps.hwcap2 & HWCAP2_I8MM) == 0) return ArmExtensions::kDotProd;
+        return ArmExtensions::kI8mm;
+    }();
+    return has;
+#else
+    return ArmExtensions::kNone;
+#endif
+}
 
 bool cpu_has_vnni() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -72,6 +109,33 @@ bool x86_bf16_available() {
     return g_extensions.load(std::memory_order_relaxed) && cpu_has_bf16();
 }
 
+ArmExtensions arm_extensions() {
+    return std::min(cpu_arm_extensions(), g_arm_limit.load(std::memory_order_relaxed));
+}
+void set_arm_extensions_limit(ArmExtensions limit) {
+    g_arm_limit.store(limit, std::memory_order_relaxed);
+}
+
+std::string arm_features() {
+    std::string out;
+#if defined(__aarch64__) && defined(__linux__)
+    const ArmHwcaps caps = arm_hwcaps();
+    const struct {
+        bool present;
+        const char* name;
+    } features[] = {
+        {(caps.hwcap & HWCAP_ASIMD) != 0, "asimd"},     {(caps.hwcap & HWCAP_ASIMDHP) != 0, "asimdhp"},
+        {(caps.hwcap & HWCAP_ASIMDDP) != 0, "dotprod"}, {(caps.hwcap2 & HWCAP2_I8MM) != 0, "i8mm"},
+        {(caps.hwcap2 & HWCAP2_BF16) != 0, "bf16"},     {(caps.hwcap & HWCAP_SVE) != 0, "sve"},
+        {(caps.hwcap2 & HWCAP2_SVE2) != 0, "sve2"},
+    };
+    for (const auto& f : features) {
+        if (f.present) out += concat(out.empty() ? "" : " ", f.name);
+    }
+#endif
+    return out;
+}
+
 // Measured on Zen 3 (prefetches needed) and Zen 4 (not; Zen 5 assumed alike); other CPUs keep the
 // prefetches the kernels were first tuned with. Family 0x19's Zen 3 models are 0x00-0x0F and
 // 0x20-0x5F (Milan, Vermeer, Rembrandt, Cezanne); the others are taken as Zen 4 (those known:
@@ -109,7 +173,38 @@ std::string kernels_in_use() {
     if (targets.front() == HWY_AVX2) {
         name += avx2_software_prefetch() ? " (software prefetch on)" : " (software prefetch off)";
     }
+    if (arm_extensions() >= ArmExtensions::kDotProd) name += " DOTPROD";
+    if (arm_extensions() >= ArmExtensions::kI8mm) name += " I8MM";
     return name;
+}
+
+std::string arm_cpu_name(unsigned implementer, unsigned part) {
+    struct Known {
+        unsigned implementer, part;
+        const char* name;
+    };
+    static constexpr Known known[] = {
+        {0x41, 0xd03, "ARM Cortex-A53"},     {0x41, 0xd04, "ARM Cortex-A35"},
+        {0x41, 0xd05, "ARM Cortex-A55"},     {0x41, 0xd07, "ARM Cortex-A57"},
+        {0x41, 0xd08, "ARM Cortex-A72"},     {0x41, 0xd09, "ARM Cortex-A73"},
+        {0x41, 0xd0a, "ARM Cortex-A75"},     {0x41, 0xd0b, "ARM Cortex-A76"},
+        {0x41, 0xd0c, "ARM Neoverse-N1"},    {0x41, 0xd0d, "ARM Cortex-A77"},
+        {0x41, 0xd40, "ARM Neoverse-V1"},    {0x41, 0xd41, "ARM Cortex-A78"},
+        {0x41, 0xd44, "ARM Cortex-X1"},      {0x41, 0xd46, "ARM Cortex-A510"},
+        {0x41, 0xd47, "ARM Cortex-A710"},    {0x41, 0xd48, "ARM Cortex-X2"},
+        {0x41, 0xd49, "ARM Neoverse-N2"},    {0x41, 0xd4f, "ARM Neoverse-V2"},
+        {0x41, 0xd80, "ARM Cortex-A520"},    {0x41, 0xd81, "ARM Cortex-A720"},
+        {0x41, 0xd82, "ARM Cortex-X4"},      {0x41, 0xd84, "ARM Neoverse-V3"},
+        {0x41, 0xd8e, "ARM Neoverse-N3"},    {0xc0, 0xac3, "Ampere AmpereOne"},
+        {0x61, 0x022, "Apple M1 Icestorm"},  {0x61, 0x023, "Apple M1 Firestorm"},
+        {0x61, 0x032, "Apple M2 Blizzard"},  {0x61, 0x033, "Apple M2 Avalanche"},
+        {0x46, 0x001, "Fujitsu A64FX"},      {0x48, 0xd01, "HiSilicon TaiShan v110"},
+        {0x51, 0x001, "Qualcomm Oryon"},     {0x4e, 0x004, "NVIDIA Carmel"},
+    };
+    for (const Known& k : known) {
+        if (k.implementer == implementer && k.part == part) return k.name;
+    }
+    return "";
 }
 
 std::string cpu_brand() {
@@ -128,6 +223,34 @@ std::string cpu_brand() {
     const auto first = brand.find_first_not_of(' ');
     if (first == std::string::npos) return "";
     return brand.substr(first, brand.find_last_not_of(' ') - first + 1);
+#elif defined(__aarch64__) && defined(__linux__)
+    // MIDR_EL1: the kernel emulates the read for user space where HWCAP_CPUID says so (QEMU's
+    // user-mode emulator too, with the emulated CPU's value); else /proc/cpuinfo's first core.
+    unsigned implementer = 0, part = 0;
+    if ((arm_hwcaps().hwcap & HWCAP_CPUID) != 0) {
+        uint64_t midr = 0;
+        asm volatile("mrs %0, MIDR_EL1" : "=r"(midr));
+        implementer = static_cast<unsigned>(midr >> 24) & 0xFF;
+        part = static_cast<unsigned>(midr >> 4) & 0xFFF;
+    } else {
+        std::ifstream in("/proc/cpuinfo");
+        std::string line;
+        while (std::getline(in, line) && (implementer == 0 || part == 0)) {
+            const auto colon = line.find(':');
+            if (colon == std::string::npos) continue;
+            const unsigned long value = std::strtoul(line.c_str() + colon + 1, nullptr, 0);
+            if (line.rfind("CPU implementer", 0) == 0) implementer = static_cast<unsigned>(value);
+            if (line.rfind("CPU part", 0) == 0) part = static_cast<unsigned>(value);
+        }
+    }
+    if (implementer == 0) return "";
+    const std::string name = arm_cpu_name(implementer, part);
+    if (!name.empty()) return name;
+    std::string unknown = "aarch64 implementer 0x";
+    append_hex(unknown, implementer, 2);
+    unknown += " part 0x";
+    append_hex(unknown, part, 3);
+    return unknown;
 #else
     return "";
 #endif

@@ -22,6 +22,16 @@ void set_x86_extensions_enabled(bool enabled);
 bool x86_vnni_available();  // CPU has VNNI and it is enabled
 bool x86_bf16_available();  // CPU has AVX512-BF16 and it is enabled
 
+// aarch64: the extensions beyond NEON that the integer matrix kernels use, each including the
+// ones before it: the ARMv8.2 dot product (sdot) and the ARMv8.6 int8 matrix multiply (i8mm:
+// usdot, smmla). Read from the kernel's HWCAP bits (getauxval); kNone on other CPUs.
+enum class ArmExtensions { kNone = 0, kDotProd = 1, kI8mm = 2 };
+ArmExtensions arm_extensions();  // the CPU's, capped by the limit below
+// Tests and benchmarks cap them to run the plainer kernels on the same CPU (default: no cap).
+void set_arm_extensions_limit(ArmExtensions limit);
+// The CPU's aarch64 features for reports ("asimd dotprod i8mm sve2 ..."; "" elsewhere).
+std::string arm_features();
+
 // Whether the AVX2 kernels of the interleaved weights ask for the lines ahead of their reads
 // (software prefetches; packed_simd.cpp has the measurements). By default the CPU's own answer,
 // software_prefetch_pays(): Zen 3's hardware prefetchers alone fell behind those kernels, Zen 4's
@@ -35,9 +45,13 @@ void set_avx2_software_prefetch(bool enabled);
 bool avx2_software_prefetch();
 
 // For benchmark records: the kernels this process runs ("scalar", or Highway's name of the best
-// SIMD target, e.g. "AVX2 (software prefetch off)", "AVX3 VNNI BF16"), and the CPU's brand
-// string from CPUID ("" where unknown).
+// SIMD target, e.g. "AVX2 (software prefetch off)", "AVX3 VNNI BF16", "SVE2 DOTPROD I8MM"), and
+// the CPU's name: x86's brand string from CPUID; on aarch64 the implementer and part from
+// /proc/cpuinfo (MIDR), e.g. "ARM Neoverse-N1" ("" where unknown).
 std::string kernels_in_use();
 std::string cpu_brand();
+// The aarch64 name for /proc/cpuinfo's "CPU implementer" and "CPU part" (hex, as the kernel
+// prints them); "" for one not known. Separate for tests.
+std::string arm_cpu_name(unsigned implementer, unsigned part);
 
 }  // namespace minfer

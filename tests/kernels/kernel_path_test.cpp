@@ -2,6 +2,8 @@
 // kernels and the CPU (kernel_path.h).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "kernels/kernel_path.h"
 
 namespace minfer {
@@ -50,6 +52,21 @@ TEST(CpuBrand, TrimmedWhereKnown) {
     EXPECT_NE(brand.front(), ' ');
     EXPECT_NE(brand.back(), ' ');
     EXPECT_EQ(brand.find('\0'), std::string::npos);
+}
+
+// Which kernels this CPU runs, when the test run says what it expects: scripts/test.sh runs the
+// aarch64 build under QEMU as three CPUs and expects "NEON" (cortex-a53), "NEON DOTPROD"
+// (neoverse-n1) and "SVE2 DOTPROD I8MM" (max), so a missing kernel cannot hide behind a fallback.
+TEST(KernelsInUse, AreTheOnesTheTestRunExpects) {
+    const char* expected = std::getenv("MINFER_EXPECT_KERNELS");
+    if (expected == nullptr) GTEST_SKIP() << "MINFER_EXPECT_KERNELS is not set";
+    EXPECT_EQ(kernels_in_use(), expected) << "on " << cpu_brand() << " (" << arm_features() << ")";
+}
+
+TEST(ArmCpuName, FromImplementerAndPart) {
+    EXPECT_EQ(arm_cpu_name(0x41, 0xd0c), "ARM Neoverse-N1");
+    EXPECT_EQ(arm_cpu_name(0x41, 0xd03), "ARM Cortex-A53");
+    EXPECT_EQ(arm_cpu_name(0x41, 0xfff), "");
 }
 
 }  // namespace

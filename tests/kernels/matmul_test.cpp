@@ -48,6 +48,7 @@
 #include "kernels/kernel_path.h"
 #include "kernels/matmul.h"
 #include "kernels/packed_layout.h"
+#include "quant/quantize.h"
 #include "quant_fixture.h"
 
 namespace minfer {
@@ -62,6 +63,7 @@ struct Path {
     MatmulMode mode = MatmulMode::kGemvForOneToken;
     bool packed = false;  // the interleaved weights attached
     bool avx2_prefetch = software_prefetch_pays();  // the AVX2 packed kernels' prefetches
+    ArmExtensions arm_limit = ArmExtensions::kI8mm;   // aarch64: the extensions allowed
 };
 
 // Every kernel path of this machine (each once more in the batch-invariant mode with `invariant`,
@@ -78,6 +80,18 @@ std::vector<Path> kernel_paths(bool invariant = false, bool packed = false) {
     for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
         add(hwy::TargetName(target), target, true);
         if (target == HWY_AVX3 && x86_vnni_available()) add("AVX3-without-VNNI", target, false);
+    }
+    // aarch64: the matmul kernels run on NEON whatever the best target; each extension the CPU
+    // has is also switched off in turn (usdot, then sdot: the portable loops).
+    if (arm_extensions() != ArmExtensions::kNone) {
+        for (int limit = static_cast<int>(arm_extensions()) - 1; limit >= 0; --limit) {
+            const auto cap = static_cast<ArmExtensions>(limit);
+            add(cap == ArmExtensions::kNone ? "NEON-without-DOTPROD" : "NEON-without-I8MM",
+                HWY_NEON, true);
+            for (std::size_t i = paths.size() - (invariant ? 2 : 1); i < paths.size(); ++i) {
+                paths[i].arm_limit = cap;
+            }
+        }
     }
     if (packed) {
         const std::size_t n = paths.size();
@@ -101,6 +115,7 @@ void select_path(const Path& path) {
     hwy::SetSupportedTargetsForTest(path.hwy_target);
     set_x86_extensions_enabled(path.extensions);
     set_avx2_software_prefetch(path.avx2_prefetch);
+    set_arm_extensions_limit(path.arm_limit);
 }
 
 void reset_path() {
@@ -108,6 +123,7 @@ void reset_path() {
     hwy::SetSupportedTargetsForTest(0);
     set_x86_extensions_enabled(true);
     set_avx2_software_prefetch(software_prefetch_pays());
+    set_arm_extensions_limit(ArmExtensions::kI8mm);
 }
 
 std::vector<float> make_activations(int64_t n_tokens, int64_t n_cols, uint32_t seed) {
@@ -530,6 +546,47 @@ TEST(Matmul, RejectsBadShapesAndTypes) {
                  UnsupportedError);
     EXPECT_THROW(matmul({GgmlType::Q8_0, 32, 1, data}, x, -1, y, pool, scratch), UsageError);
     EXPECT_NO_THROW(matmul({GgmlType::Q8_0, 32, 1, data}, x, 0, y, pool, scratch));
+}
+
+// aarch64: the sdot and usdot kernels (gemm_arm_neon-inl.h) give the portable loops' bits for
+// every type with integer panels (32-value blocks with and without offsets, K-quants with and
+// without mins) and every token count; run under QEMU as neoverse-n1 (sdot) and max (usdot).
+TEST(ArmDotProducts, GiveThePortableLoopsBits) {
+    const ArmExtensions cpu = arm_extensions();
+    if (cpu == ArmExtensions::kNone) {
+        GTEST_SKIP() << "no ARM dot product on this CPU (" << kernels_in_use() << ")";
+    }
+    ThreadPool pool(2);
+    MatmulScratch scratch;
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const GgmlType types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::Q8_0,
+                              GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                              GgmlType::Q6_K};
+    const int64_t rows = 37, cols = 512;
+    for (GgmlType type : types) {
+        std::vector<float> wf(static_cast<std::size_t>(rows * cols));
+        for (float& v : wf) v = normal(rng);
+        std::vector<std::byte> wq(row_size(type, cols) * static_cast<std::size_t>(rows));
+        quantize_rows(type, wf.data(), wq.data(), rows, cols);
+        const WeightMatrix w{type, cols, rows, wq};
+        for (int64_t n : {1, 2, 3, 5, 9, 17}) {
+            std::vector<float> x(static_cast<std::size_t>(n * cols));
+            for (float& v : x) v = normal(rng);
+            std::vector<float> portable(static_cast<std::size_t>(n * rows));
+            set_arm_extensions_limit(ArmExtensions::kNone);
+            matmul(w, x.data(), n, portable.data(), pool, scratch, MatmulMode::kBatchInvariant);
+            for (int limit = 1; limit <= static_cast<int>(cpu); ++limit) {
+                set_arm_extensions_limit(static_cast<ArmExtensions>(limit));
+                std::vector<float> y(portable.size(), -12345.0f);
+                matmul(w, x.data(), n, y.data(), pool, scratch, MatmulMode::kBatchInvariant);
+                expect_same_bits(y, portable, n, rows,
+                                 concat(type_name(type), ", ", n, " tokens, ", kernels_in_use()),
+                                 "with the dot products", "by the portable loops");
+            }
+            set_arm_extensions_limit(ArmExtensions::kI8mm);
+        }
+    }
 }
 
 }  // namespace

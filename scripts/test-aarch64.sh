@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# minfer for 64-bit ARM, on an x86-64 Debian 12 machine: cross-builds the `aarch64` preset and runs
+# the kernel tests and the golden parity tests under QEMU's user-mode emulator as three CPUs:
+#   cortex-a53   NEON only                    kernels "NEON"
+#   neoverse-n1  + the dot product (sdot)     kernels "NEON DOTPROD"
+#   max          + i8mm, SVE, SVE2            kernels "SVE2 DOTPROD I8MM"
+# The kernel tests check every kernel path against ggml's dequantization and, bit for bit, the
+# dot-product kernels against the portable loops; MINFER_EXPECT_KERNELS makes a CPU that ran other
+# kernels than expected a failure.
+#
+# Needs (as root, once): dpkg --add-architecture arm64 && apt-get update && apt-get install
+#   g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libpcre2-dev:arm64 libedit-dev:arm64
+#   libcurl4-openssl-dev:arm64 libssl-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+# Usage: scripts/test-aarch64.sh [CPU ...]   (default: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+for tool in aarch64-linux-gnu-g++ qemu-aarch64; do
+    if ! command -v "$tool" >/dev/null; then
+        echo "test-aarch64: $tool is missing (see this script's header for the packages)" >&2
+        exit 1
+    fi
+done
+if [ ! -e /usr/lib/aarch64-linux-gnu/libhwy.so ]; then
+    echo "test-aarch64: the arm64 libraries are missing (libhwy-dev:arm64 and the rest: see this script's header)" >&2
+    exit 1
+fi
+
+cmake --preset aarch64 >/dev/null
+cmake --build --preset aarch64 --target minfer test_kernels test_model
+
+declare -A expected=([cortex-a53]="NEON" [neoverse-n1]="NEON DOTPROD" [max]="SVE2 DOTPROD I8MM")
+cpus=("$@")
+[ ${#cpus[@]} -gt 0 ] || cpus=(cortex-a53 neoverse-n1 max)
+for cpu in "${cpus[@]}"; do
+    if [ -z "${expected[$cpu]+set}" ]; then
+        echo "test-aarch64: unknown CPU '$cpu' (cortex-a53, neoverse-n1 or max)" >&2
+        exit 2
+    fi
+    echo "== qemu-aarch64 -cpu $cpu: $(QEMU_CPU=$cpu qemu-aarch64 build/aarch64/minfer --list-devices | grep -m1 cpu)"
+    QEMU_CPU=$cpu MINFER_EXPECT_KERNELS="${expected[$cpu]}" \
+        qemu-aarch64 build/aarch64/tests/test_kernels --gtest_brief=1
+    QEMU_CPU=$cpu qemu-aarch64 build/aarch64/tests/test_model --gtest_brief=1 \
+        --gtest_filter='Golden/*:StoriesParity.*'
+done
+echo "test-aarch64: passed on ${cpus[*]}"
