@@ -33,6 +33,7 @@
 #include "core/thread_pool.h"
 #include "kernels/kernel_path.h"
 #include "kernels/machine_limits.h"
+#include "kernels/matmul.h"
 #include "model/kv_spec.h"
 #include "quant/quant_mix.h"
 #include "runtime/benchmark.h"
@@ -185,6 +186,26 @@ std::string csv_quoted(const nlohmann::ordered_json& value) {
     return out + "\"";
 }
 
+// The kernel that multiplies each weight type of the model's matrices on this device, e.g.
+// {"q4_0": "AVX3 VNNI interleaved", "f32": "AVX3 float panels"} (matmul_kernel_name: the
+// engine's batch-invariant kernels); a GPU or the reference backend names itself.
+nlohmann::ordered_json kernels_by_type(const BenchOptions& o, const Model& model) {
+    std::vector<GgmlType> types;
+    for (const TensorInfo* t : model.file().tensors()) {
+        if (t->n_dims >= 2 && matmul_supports(t->type) &&
+            std::find(types.begin(), types.end(), t->type) == types.end()) {
+            types.push_back(t->type);
+        }
+    }
+    const bool cpu = parse_device(o.device).kind == DeviceKind::kCpu;
+    nlohmann::ordered_json out = nlohmann::ordered_json::object();
+    for (GgmlType type : types) {
+        out[std::string(type_name(type))] =
+            cpu ? matmul_kernel_name(type, o.repack) : backend_label(o.device);
+    }
+    return out;
+}
+
 void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>& results,
                             const Model& model) {
     nlohmann::ordered_json array = nlohmann::ordered_json::array();
@@ -197,6 +218,7 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
                          {"backends", backend_label(o.device)},
                          {"gpu_info", gpu_info(o.device)},
                          {"kernels", kernels_in_use()},
+                         {"kernels_by_type", kernels_by_type(o, model)},
                          {"model_filename", model.file().path().string()},
                          {"model_type", model_type(model)},
                          {"model_size", model.weight_bytes()},
@@ -268,7 +290,8 @@ void print_table(const std::vector<TestResult>& results, const Model& model,
 // upload to a GPU), the process's peak resident memory over all the tests (the copies, or the
 // mapped file's pages), and what ran the tests.
 void print_load(const std::vector<TestResult>& results, std::optional<uint64_t> peak,
-                const std::string& device) {
+                const BenchOptions& o, const Model& model) {
+    const std::string& device = o.device;
     if (results.empty()) return;
     const TestResult& r = results.front();
     const bool gpu = parse_device(device).kind == DeviceKind::kVulkan;
@@ -287,7 +310,11 @@ void print_load(const std::vector<TestResult>& results, std::optional<uint64_t> 
     }
     const std::string cpu = cpu_brand();
     std::printf("Kernels: %s%s\n", kernels_in_use().c_str(),
-                cpu.empty() ? "" : concat(" on ", cpu).c_str());
+                cpu.empty() ? "" : concat(" on ", escape_for_terminal(cpu)).c_str());
+    const nlohmann::ordered_json by_type = kernels_by_type(o, model);
+    for (const auto& [type, kernel] : by_type.items()) {
+        std::printf("  %-6s %s\n", type.c_str(), kernel.get<std::string>().c_str());
+    }
 }
 
 void print_roofline(const std::vector<TestResult>& results, const Model& model) {
@@ -496,7 +523,7 @@ void add_bench_command(CLI::App& app) {
             return;
         }
         print_table(results, *loaded.model, backend_label(o->device));
-        print_load(results, peak, o->device);
+        print_load(results, peak, *o, *loaded.model);
         if (roofline) print_roofline(results, *loaded.model);
     });
 }

@@ -53,9 +53,9 @@ HWY_INLINE int8x16_t LoadTokenGroups(const int8_t* p) {
 // (the instructions only run where arm_extensions() says the CPU has them). The directive lets the
 // assembler accept them (binutils 2.40 takes i8mm only through .arch; the rest of the file is
 // assembled under it, a superset of what GCC emits: v8-a with Highway's crypto).
-#define MINFER_ARM_DOT_LANE(insn, lane, acc, w, a)                                             \
+#define MINFER_ARM_DOT_LANE(insn, lane, acc, w, a)                                        \
     asm(".arch armv8.2-a+crypto+dotprod+i8mm\n\t" insn " %0.4s, %1.16b, %2.4b[" #lane "]" \
-        : "+w"(acc)                                                                          \
+        : "+w"(acc)                                                                       \
         : "w"(w), "w"(a))
 
 template <ArmDot kDot, int kLane>
@@ -86,9 +86,9 @@ HWY_INLINE void DotTokens(int32x4_t (&dot)[T][2], const int8x16_t (&ws)[2],
 // Rows [8 * half, 8 * half + 8) of the panel (two vectors of 4) times tokens slot0 .. slot0 + T - 1
 // of a tile; the panel's block 0 is block block0 of the activations.
 template <ArmDot kDot, int T, int kSub, int kSubs, bool kMin>
-void HalfTileNeon(const IntPanel& p, const IntActivations& a, int64_t block0,
-                                  int64_t tile, int slot0, float* y, int64_t y_stride,
-                                  int n_valid_rows, bool accumulate, int half) {
+void HalfTileNeon(const IntPanel& p, const IntActivations& a, int64_t block0, int64_t tile,
+                  int slot0, float* y, int64_t y_stride, int n_valid_rows, bool accumulate,
+                  int half) {
     const int r0 = 8 * half;
     float32x4_t acc[T][2];
     for (int t = 0; t < T; ++t) {
@@ -221,9 +221,8 @@ void IntPanelNeon(const IntPanel& p, const IntActivations& a, int64_t block0, in
 }
 
 template <ArmDot kDot>
-void GemmIntPanelNeon(const IntPanel& p, const IntActivations& a, int64_t block0,
-                      int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
-                      bool accumulate) {
+void GemmIntPanelNeon(const IntPanel& p, const IntActivations& a, int64_t block0, int64_t n_tokens,
+                      float* y, int64_t y_stride, int n_valid_rows, bool accumulate) {
     auto all = [&](auto kernel) {
         kernel(p, a, block0, n_tokens, y, y_stride, n_valid_rows, accumulate);
     };

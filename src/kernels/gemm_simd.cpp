@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "kernels/kernel_path.h"
 #include "kernels/matmul_simd.h"
@@ -352,6 +353,33 @@ void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, in
 
 #endif
 
+// The name of what GemmIntPanel runs on this target (matmul_kernel_name).
+const char* GemmIntPanelName() {
+#if HWY_TARGET == HWY_AVX3
+    return x86_vnni_available() ? "AVX3 VNNI" : "AVX3";
+#elif HWY_TARGET == HWY_AVX2
+    return "AVX2";
+#elif defined(MINFER_GEMM_ARM_NEON)
+    switch (arm_extensions()) {
+        case ArmExtensions::kI8mm:
+            return "NEON I8MM (usdot)";
+        case ArmExtensions::kDotProd:
+            return "NEON DOTPROD (sdot)";
+        case ArmExtensions::kNone:
+            break;
+    }
+    return "NEON (portable loops)";
+#else
+    static const std::string name = std::string(hwy::TargetName(HWY_TARGET)) + " (portable loops)";
+    return name.c_str();
+#endif
+}
+
+// The name of the target GemmFloatPanel runs on.
+const char* GemmFloatPanelName() {
+    return hwy::TargetName(HWY_TARGET);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace minfer::kernels
 HWY_AFTER_NAMESPACE();
@@ -361,6 +389,13 @@ namespace minfer::kernels {
 
 HWY_EXPORT(GemmIntPanel);
 HWY_EXPORT(GemmFloatPanel);
+HWY_EXPORT(GemmIntPanelName);
+HWY_EXPORT(GemmFloatPanelName);
+
+std::string gemm_panel_kernel_name(bool float_weights) {
+    return float_weights ? HWY_DYNAMIC_DISPATCH(GemmFloatPanelName)()
+                         : HWY_DYNAMIC_DISPATCH(GemmIntPanelName)();
+}
 
 void gemm_int_panel_simd(const IntPanel& panel, const IntActivations& act, int64_t block_begin,
                          int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,

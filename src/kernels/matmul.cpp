@@ -114,6 +114,16 @@ bool matmul_supports(GgmlType type) {
     return can_dequantize(type) && type != GgmlType::Q8_K;
 }
 
+std::string matmul_kernel_name(GgmlType type, bool repacked) {
+    if (kernel_path() == KernelPath::kScalar) return "scalar";
+    const bool float_weights = is_float_weight(type);
+    const std::string target = kernels::gemm_panel_kernel_name(float_weights);
+    if (repacked && kernels::packed_kernels_available(type)) {
+        return concat(target, float_weights ? " interleaved floats" : " interleaved");
+    }
+    return concat(target, float_weights ? " float panels" : " int8 panels");
+}
+
 MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                      int n_threads, MatmulMode mode)
     : w_((validate(w, n_tokens), w)),

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -71,6 +72,11 @@ enum class MatmulMode {
 
 // True if matmul handles weights of this type.
 bool matmul_supports(GgmlType type);
+
+// For benchmark records: the kernel the batch-invariant matmul (the engine's) runs for weights of
+// `type` on this CPU now, with the interleaved copy where `repacked` and the path has kernels for
+// it: "scalar", "AVX3 VNNI interleaved", "NEON DOTPROD (sdot) int8 panels", "AVX2 float panels".
+std::string matmul_kernel_name(GgmlType type, bool repacked);
 
 // Throws UnsupportedError for a type it does not handle and UsageError for inconsistent shapes
 // (n_cols not a multiple of the block size, data shorter than n_rows rows, n_tokens < 0).

@@ -1,6 +1,8 @@
 #pragma once
 // Entry points of the SIMD kernels (Highway, dispatched at run time to the best target).
 
+#include <string>
+
 #include "kernels/matmul_internal.h"
 
 namespace minfer::kernels {
@@ -35,6 +37,10 @@ bool gemv_panel_simd(const WeightMatrix& w, int64_t row_begin, int64_t block_beg
 void gemm_int_panel_simd(const IntPanel& panel, const IntActivations& act, int64_t block_begin,
                          int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
                          bool accumulate);
+
+// What gemm_int_panel_simd (or, with float_weights, gemm_float_panel_simd) runs on this CPU now:
+// its Highway target and the extensions it uses, e.g. "AVX3 VNNI", "NEON DOTPROD (sdot)".
+std::string gemm_panel_kernel_name(bool float_weights);
 
 // One float panel of n_cols columns times tokens [0, n_tokens) of x (token t at x + t * x_stride,
 // x pointing at the panel's first column), accumulating into y like gemm_int_panel_simd.

@@ -186,6 +186,11 @@ TEST(BenchCommand, PrintsATableAndJson) {
     }
     // The kernels this machine runs: a SIMD target's name (the CI machines have one) or "scalar".
     EXPECT_FALSE(doc[0]["kernels"].get<std::string>().empty());
+    // And per weight type of the matrices (this model's are all Q4_0): the interleaved kernels or
+    // the panels of a Highway target, never empty.
+    ASSERT_TRUE(doc[0]["kernels_by_type"].is_object()) << json.out;
+    ASSERT_TRUE(doc[0]["kernels_by_type"].contains("q4_0")) << json.out;
+    EXPECT_NE(doc[0]["kernels_by_type"]["q4_0"].get<std::string>().find(" int"), std::string::npos);
     EXPECT_NE(table.out.find("Kernels: "), std::string::npos) << table.out;
     EXPECT_EQ(doc[0]["model_type"], "llama 3.4M Q4_0");  // small models in M, not "0.0B"
     EXPECT_EQ(doc[0]["n_prompt"], 8);
