@@ -1,6 +1,6 @@
 # Cross-compiling for 64-bit ARM Linux on a Debian x86-64 machine: GCC's aarch64 cross compiler
 # (g++-aarch64-linux-gnu) and the arm64 builds of the libraries from Debian's multiarch
-# (dpkg --add-architecture arm64; libhwy-dev:arm64 and the rest: scripts/setup.sh --aarch64).
+# (dpkg --add-architecture arm64; libhwy-dev:arm64 and the rest, which scripts/setup.sh installs).
 # Programs built with it run under QEMU's user-mode emulator, `qemu-aarch64 PROGRAM` (QEMU_CPU
 # picks the emulated CPU), with the arm64 C library of multiarch (libc6:arm64, /lib/aarch64-linux-gnu).
 # Not with `-L /usr/aarch64-linux-gnu`: the cross toolchain's older libc there hangs threads.

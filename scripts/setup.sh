@@ -28,6 +28,20 @@ packages=(
                                       # hub and registry in tests/hub (fake_hub.py, standard library)
 )
 
+# On x86-64, 64-bit ARM too (docs/testing.md, "aarch64 under QEMU"): the cross compiler, the arm64
+# builds of the libraries above from Debian's multiarch, and QEMU's user-mode emulator, which runs
+# the cross-built tests as three ARM CPUs. (Installing libssl-dev:arm64 brings the amd64 libssl to
+# the same version.) An ARM machine builds natively with the packages above.
+cross_arm64=false
+if [[ $(dpkg --print-architecture) == amd64 ]]; then
+    cross_arm64=true
+    packages+=(
+        g++-aarch64-linux-gnu qemu-user
+        libhwy-dev:arm64 libpcre2-dev:arm64 libedit-dev:arm64 libcurl4-openssl-dev:arm64
+        libssl-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+    )
+fi
+
 # Node.js and npm run the server's tests with the real `openai` npm client; a Node already on the
 # machine (e.g. NodeSource's, which bundles npm) is used as it is.
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
@@ -41,6 +55,9 @@ if ((${#missing[@]})); then
     sudo_cmd=()
     [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
     export DEBIAN_FRONTEND=noninteractive
+    if $cross_arm64 && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        "${sudo_cmd[@]}" dpkg --add-architecture arm64
+    fi
     "${sudo_cmd[@]}" apt-get update -qq
     "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

@@ -5,15 +5,20 @@
 #   neoverse-n1  + the dot product (sdot)     kernels "NEON DOTPROD"
 #   max          + i8mm, SVE, SVE2            kernels "SVE2 DOTPROD I8MM"
 # The kernel tests check every kernel path against ggml's dequantization and, bit for bit, the
-# dot-product kernels against the portable loops; MINFER_EXPECT_KERNELS makes a CPU that ran other
-# kernels than expected a failure.
+# dot-product kernels against the portable loops (as max, also with i8mm and then the dot product
+# switched off); MINFER_EXPECT_KERNELS makes a CPU that ran other kernels than expected a failure.
+# The parity tests run each golden model once in one batch, plus the greedy continuations (the
+# by-token and micro-batch variants run the same kernels); as max they run with SVE off
+# ("max,sve=off": NEON with sdot and i8mm), since QEMU emulates SVE so slowly that they would take
+# over a quarter of an hour (the kernel tests run SVE's paths).
+# scripts/test.sh runs this as a stage (about 13 minutes on 2 cores, cold build included).
 #
-# Needs (as root, once): dpkg --add-architecture arm64 && apt-get update && apt-get install
-#   g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libpcre2-dev:arm64 libedit-dev:arm64
-#   libcurl4-openssl-dev:arm64 libssl-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+# Needs (as root, once; scripts/setup.sh installs them): dpkg --add-architecture arm64 &&
+#   apt-get update && apt-get install g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64
+#   libpcre2-dev:arm64 libedit-dev:arm64 libcurl4-openssl-dev:arm64 libssl-dev:arm64
+#   libgtest-dev:arm64 libgmock-dev:arm64
 # Usage: scripts/test-aarch64.sh [CPU ...]   (default: all three)
-# The parity tests run as neoverse-n1 only unless PARITY_CPUS names others ("cortex-a53 max");
-# PARITY_FILTER (a gtest filter) widens or narrows them: 'Golden/*:StoriesParity.*' is all.
+# PARITY_FILTER (a gtest filter) widens or narrows the parity tests: 'Golden/*:StoriesParity.*' is all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,11 +47,15 @@ for cpu in "${cpus[@]}"; do
     echo "== qemu-aarch64 -cpu $cpu: $(QEMU_CPU=$cpu qemu-aarch64 build/aarch64/minfer --list-devices | grep -m1 cpu)"
     QEMU_CPU=$cpu MINFER_EXPECT_KERNELS="${expected[$cpu]}" \
         qemu-aarch64 build/aarch64/tests/test_kernels --gtest_brief=1
-    # Each golden model once, in one batch (the by-token and micro-batch variants run the same
-    # kernels), as the CPUs of PARITY_CPUS: under QEMU a case takes seconds as neoverse-n1 and far
-    # longer as max, whose SVE QEMU emulates slowly (the kernel tests cover every CPU's paths).
-    case " ${PARITY_CPUS:-neoverse-n1} " in *" $cpu "*) ;; *) continue ;; esac
-    QEMU_CPU=$cpu qemu-aarch64 build/aarch64/tests/test_model \
+    parity_cpu=$cpu parity_kernels=${expected[$cpu]}
+    [ "$cpu" = max ] && parity_cpu=max,sve=off parity_kernels="NEON DOTPROD I8MM"
+    device=$(QEMU_CPU=$parity_cpu qemu-aarch64 build/aarch64/minfer --list-devices | grep -m1 cpu)
+    echo "== parity as $parity_cpu: $device"
+    if [[ "$device" != *"($parity_kernels;"* ]]; then
+        echo "test-aarch64: as $parity_cpu minfer runs other kernels than $parity_kernels" >&2
+        exit 1
+    fi
+    QEMU_CPU=$parity_cpu qemu-aarch64 build/aarch64/tests/test_model --gtest_brief=1 \
         --gtest_filter="${PARITY_FILTER:-Golden/Parity.*_batch_t2:Golden/GreedyParity.*:StoriesParity.*}"
 done
 echo "test-aarch64: passed on ${cpus[*]}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs minfer's whole test suite (docs/testing.md): the unit and integration tests (release
 # build), the Vulkan backend's, the server's tests in Node (tests/server/node), the commands of
-# the README and docs/ (scripts/check-docs.py), a short run of every fuzz target, and the unit
+# the README and docs/ (scripts/check-docs.py), the kernel and parity tests cross-built for 64-bit
+# ARM and run under QEMU (scripts/test-aarch64.sh), a short run of every fuzz target, and the unit
 # and integration tests again under AddressSanitizer and UndefinedBehaviorSanitizer.
 # Run scripts/setup.sh first. FUZZ_SECONDS (default 60 for the GGUF reader, a third of it for the
 # others) shortens or lengthens the fuzz runs.
@@ -20,6 +21,16 @@ node --test --test-concurrency=1 tests/server/node/*.test.mjs
 
 echo "== the reader's test: the README's and docs/' commands as written, their links"
 scripts/check-docs.py
+
+echo "== aarch64: cross-built, the kernel and parity tests under QEMU as three ARM CPUs"
+if command -v aarch64-linux-gnu-g++ >/dev/null && command -v qemu-aarch64 >/dev/null; then
+    scripts/test-aarch64.sh
+elif [ "${CI:-}" = true ]; then
+    echo "test: the aarch64 cross compiler or qemu-aarch64 is missing (scripts/setup.sh installs them)" >&2
+    exit 1
+else
+    echo "test: skipped: no aarch64 cross compiler or qemu-aarch64 (scripts/setup.sh installs them)"
+fi
 
 echo "== fuzz smoke runs (clang, libFuzzer + ASan + UBSan)"
 cmake --preset fuzz >/dev/null

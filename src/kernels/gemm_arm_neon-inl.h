@@ -1,8 +1,9 @@
 // The integer GEMM panel kernel of aarch64 (matmul_internal.h has the panel arithmetic): the
-// ARMv8.2 dot product (sdot) where the CPU has it, the ARMv8.6 mixed-sign one (usdot, i8mm) where
-// it has that. Per row and token the float operations are those of the portable loops in
+// ARMv8.2 dot product (sdot) where the CPU has it; where it has i8mm (ARMv8.6), the mixed-sign
+// matrix multiply (usmmla: 2 rows x 2 tokens x 8 bytes) for two tokens or more and the mixed-sign
+// dot product (usdot) for one. Per row and token the float operations are those of the portable loops in
 // gemm_simd.cpp, in the same order and fused alike, and the integer sums are exact either way: the
-// three paths (portable, sdot, usdot) give the same bits, and any token count the same bits as
+// three paths (portable, sdot, i8mm) give the same bits, and any token count the same bits as
 // one token (the batch invariance the engine relies on).
 // Per-target code: included by gemm_simd.cpp once per Highway target (NEON on aarch64 only).
 
@@ -31,7 +32,9 @@ namespace HWY_NAMESPACE {
 
 #ifdef MINFER_GEMM_ARM_NEON
 
-enum class ArmDot { kSdot, kUsdot };
+// kSdot: ARMv8.2's dot product; kUsdot: i8mm's mixed-sign one; kUsmmla: i8mm's mixed-sign matrix
+// multiply for two tokens or more (one token takes usdot there).
+enum class ArmDot { kSdot, kUsdot, kUsmmla };
 
 // T consecutive tokens' 4 activation bytes of one group (4 bytes per token): lane t of the
 // result holds token t. Reads only the T * 4 bytes (the tile may end right after them).
@@ -56,6 +59,12 @@ HWY_INLINE int8x16_t LoadTokenGroups(const int8_t* p) {
 #define MINFER_ARM_DOT_LANE(insn, lane, acc, w, a)                                        \
     asm(".arch armv8.2-a+crypto+dotprod+i8mm\n\t" insn " %0.4s, %1.16b, %2.4b[" #lane "]" \
         : "+w"(acc)                                                                       \
+        : "w"(w), "w"(a))
+
+// acc += the 2 x 2 products of two rows' 8 bytes (w, unsigned) with two tokens' 8 bytes (a,
+// signed): lanes [r.t, r.t', r'.t, r'.t'].
+#define MINFER_ARM_USMMLA(acc, w, a)                                                       \
+    asm(".arch armv8.2-a+crypto+dotprod+i8mm\n\tusmmla %0.4s, %1.16b, %2.16b" : "+w"(acc) \
         : "w"(w), "w"(a))
 
 template <ArmDot kDot, int kLane>
@@ -83,6 +92,65 @@ HWY_INLINE void DotTokens(int32x4_t (&dot)[T][2], const int8x16_t (&ws)[2],
     (DotLane<kDot, static_cast<int>(kLanes)>(dot[kLanes], ws, wu, a), ...);
 }
 
+// One sub-block of kSub columns: dot[t][v] (rows 4v .. 4v + 3 of the half tile, token t) starts
+// at start[t] and adds the integer products of the panel's bytes q (groups of 4 columns: 16 rows
+// x 4 bytes each, rows r0 on) with the tokens' bytes act (groups of 4 columns: width tokens x 4
+// bytes each, token 0 first).
+template <ArmDot kDot, int T, int kSub>
+HWY_INLINE void SubBlockDots(int32x4_t (&dot)[T][2], const int32_t (&start)[T], const uint8_t* q,
+                             const int8_t* act, int64_t width) {
+    constexpr int kGroups = kSub / 4;
+    if constexpr (kDot == ArmDot::kUsmmla && T >= 2) {
+        // Two groups make the 8 bytes a matrix multiply takes per row and token: zipping the
+        // 32-bit lanes of group g and g + 1 pairs rows (and tokens) with their 8 bytes.
+        // mm[P][R]: tokens 2P, 2P + 1 times rows 2R, 2R + 1 of the half tile.
+        int32x4_t mm[T / 2][4];
+        for (int pair = 0; pair < T / 2; ++pair) {
+            const int32_t both[4] = {start[2 * pair], start[2 * pair + 1], start[2 * pair],
+                                     start[2 * pair + 1]};
+            for (int r = 0; r < 4; ++r) mm[pair][r] = vld1q_s32(both);
+        }
+        for (int g = 0; g < kGroups; g += 2) {
+            const uint8_t* q0 = q + g * 4 * kPanelRows;
+            const uint8_t* q1 = q0 + 4 * kPanelRows;
+            uint8x16_t rows[4];
+            for (int v = 0; v < 2; ++v) {
+                const uint32x4_t w0 = vreinterpretq_u32_u8(vld1q_u8(q0 + 16 * v));
+                const uint32x4_t w1 = vreinterpretq_u32_u8(vld1q_u8(q1 + 16 * v));
+                rows[2 * v] = vreinterpretq_u8_u32(vzip1q_u32(w0, w1));
+                rows[2 * v + 1] = vreinterpretq_u8_u32(vzip2q_u32(w0, w1));
+            }
+            const int32x4_t a0 = vreinterpretq_s32_s8(LoadTokenGroups<T>(act + g * width * 4));
+            const int32x4_t a1 =
+                vreinterpretq_s32_s8(LoadTokenGroups<T>(act + (g + 1) * width * 4));
+            int8x16_t tokens[2] = {vreinterpretq_s8_s32(vzip1q_s32(a0, a1)),
+                                   vreinterpretq_s8_s32(vzip2q_s32(a0, a1))};
+            for (int pair = 0; pair < T / 2; ++pair) {
+                for (int r = 0; r < 4; ++r) MINFER_ARM_USMMLA(mm[pair][r], rows[r], tokens[pair]);
+            }
+        }
+        // Back to a vector of 4 rows per token: the even lanes are token 2P, the odd 2P + 1.
+        for (int pair = 0; pair < T / 2; ++pair) {
+            for (int v = 0; v < 2; ++v) {
+                dot[2 * pair][v] = vuzp1q_s32(mm[pair][2 * v], mm[pair][2 * v + 1]);
+                dot[2 * pair + 1][v] = vuzp2q_s32(mm[pair][2 * v], mm[pair][2 * v + 1]);
+            }
+        }
+    } else {
+        constexpr ArmDot kLaneDot = kDot == ArmDot::kSdot ? ArmDot::kSdot : ArmDot::kUsdot;
+        const uint8x16_t flip = vdupq_n_u8(0x80);
+        for (int t = 0; t < T; ++t) dot[t][0] = dot[t][1] = vdupq_n_s32(start[t]);
+        for (int g = 0; g < kGroups; ++g) {
+            const uint8x16_t wu[2] = {vld1q_u8(q + g * 4 * kPanelRows),
+                                      vld1q_u8(q + g * 4 * kPanelRows + 16)};
+            const int8x16_t ws[2] = {vreinterpretq_s8_u8(veorq_u8(wu[0], flip)),
+                                     vreinterpretq_s8_u8(veorq_u8(wu[1], flip))};
+            const int8x16_t tokens = LoadTokenGroups<T>(act + g * width * 4);
+            DotTokens<kLaneDot, T>(dot, ws, wu, tokens, std::make_index_sequence<T>());
+        }
+    }
+}
+
 // Rows [8 * half, 8 * half + 8) of the panel (two vectors of 4) times tokens slot0 .. slot0 + T - 1
 // of a tile; the panel's block 0 is block block0 of the activations.
 template <ArmDot kDot, int T, int kSub, int kSubs, bool kMin>
@@ -104,28 +172,16 @@ void HalfTileNeon(const IntPanel& p, const IntActivations& a, int64_t block0, in
     const int8_t* act = a.q_tile(tile);
     const int32_t* corr = a.corr + a.sub_tile(tile) + slot0;
     const float* da = a.d + a.block_tile(tile) + slot0;
-    const uint8x16_t flip = vdupq_n_u8(0x80);
     for (int64_t b = 0; b < p.n_blocks; ++b) {
         const int64_t ab = block0 + b;  // block of the activation row
         int32x4_t isum[T][2];
         for (int j = 0; j < kSubs; ++j) {
             const int64_t s = b * kSubs + j, as = ab * kSubs + j;
             int32x4_t dot[T][2];
-            for (int t = 0; t < T; ++t) {
-                const int32x4_t start =
-                    vdupq_n_s32(kDot == ArmDot::kSdot ? 0 : corr[as * a.width + t]);
-                dot[t][0] = dot[t][1] = start;
-            }
-            const uint8_t* q = p.q + s * kSub * kPanelRows + 4 * r0;
-            const int8_t* act_sub = act + (as * kSub / 4 * a.width + slot0) * 4;
-            for (int g = 0; g < kSub / 4; ++g) {
-                const uint8x16_t wu[2] = {vld1q_u8(q + g * 4 * kPanelRows),
-                                          vld1q_u8(q + g * 4 * kPanelRows + 16)};
-                const int8x16_t ws[2] = {vreinterpretq_s8_u8(veorq_u8(wu[0], flip)),
-                                         vreinterpretq_s8_u8(veorq_u8(wu[1], flip))};
-                const int8x16_t tokens = LoadTokenGroups<T>(act_sub + g * a.width * 4);
-                DotTokens<kDot, T>(dot, ws, wu, tokens, std::make_index_sequence<T>());
-            }
+            int32_t start[T];
+            for (int t = 0; t < T; ++t) start[t] = kDot == ArmDot::kSdot ? 0 : corr[as * a.width + t];
+            SubBlockDots<kDot, T, kSub>(dot, start, p.q + s * kSub * kPanelRows + 4 * r0,
+                                        act + (as * kSub / 4 * a.width + slot0) * 4, a.width);
             if constexpr (kSubs == 1) {
                 for (int t = 0; t < T; ++t) isum[t][0] = dot[t][0], isum[t][1] = dot[t][1];
             } else {

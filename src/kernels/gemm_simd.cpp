@@ -2,7 +2,7 @@
 // Each output vector holds kPanelRows = 16 rows of one token (or 8 on AVX2), so the result row of
 // a token is one contiguous store. AVX-512 kernels are in gemm_x86_avx3-inl.h (vpdpbusd with
 // AVX512-VNNI, or its exact 16-bit emulation); AVX2 has its own below; aarch64's dot products
-// (sdot, usdot) are in gemm_arm_neon-inl.h; other targets run portable loops that the compiler
+// (sdot, usdot, usmmla) are in gemm_arm_neon-inl.h; other targets run portable loops that the compiler
 // vectorizes for them.
 
 // SVE's vectors are sizeless and cannot be array elements, which these kernels' accumulators
@@ -339,8 +339,8 @@ void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, in
     // The same bits as the loops below, with the CPU's dot products (gemm_arm_neon-inl.h).
     switch (arm_extensions()) {
         case ArmExtensions::kI8mm:
-            return GemmIntPanelNeon<ArmDot::kUsdot>(p, a, block0, n_tokens, y, y_stride,
-                                                    n_valid_rows, accumulate);
+            return GemmIntPanelNeon<ArmDot::kUsmmla>(p, a, block0, n_tokens, y, y_stride,
+                                                     n_valid_rows, accumulate);
         case ArmExtensions::kDotProd:
             return GemmIntPanelNeon<ArmDot::kSdot>(p, a, block0, n_tokens, y, y_stride,
                                                    n_valid_rows, accumulate);
@@ -362,7 +362,7 @@ const char* GemmIntPanelName() {
 #elif defined(MINFER_GEMM_ARM_NEON)
     switch (arm_extensions()) {
         case ArmExtensions::kI8mm:
-            return "NEON I8MM (usdot)";
+            return "NEON I8MM (usmmla, usdot)";
         case ArmExtensions::kDotProd:
             return "NEON DOTPROD (sdot)";
         case ArmExtensions::kNone:

@@ -3,8 +3,8 @@
 // the ternary ones has a kernel on 256-bit vectors (on Zen 4 a 512-bit operation costs two
 // 256-bit ones, and 256 bits match the 32-value blocks); AVX-512 adds vpdpbusd (VNNI) through
 // inline assembly. The kernels live in gemv_x86_*-inl.h; this file holds the float kernels and
-// the dispatch. Other types and targets report "not handled" and the caller runs the scalar
-// reference.
+// the dispatch. Other types report "not handled" and the caller runs the scalar reference; on
+// other targets (aarch64) one token takes the panel kernels instead (matmul.cpp).
 
 #include <cstddef>
 #include <cstring>
@@ -217,6 +217,10 @@ bool GemvRows(const WeightMatrix& w, const Activations& act, int64_t row_begin, 
 
 #else  // no hand-written kernels for this target
 
+bool GemvHandles(GgmlType) {
+    return false;
+}
+
 bool GemvRows(const WeightMatrix&, const Activations&, int64_t, int64_t, float*) {
     return false;
 }
@@ -231,6 +235,12 @@ HWY_AFTER_NAMESPACE();
 namespace minfer::kernels {
 
 HWY_EXPORT(GemvRows);
+HWY_EXPORT(GemvHandles);
+
+bool gemv_simd_available(GgmlType type) {
+    return HWY_DYNAMIC_DISPATCH(GemvHandles)(type);
+}
+
 bool gemv_rows_simd(const WeightMatrix& w, const Activations& act, int64_t row_begin,
                     int64_t row_end, float* y) {
     return HWY_DYNAMIC_DISPATCH(GemvRows)(w, act, row_begin, row_end, y);

@@ -243,7 +243,7 @@ std::string cpu_brand() {
             if (line.rfind("CPU part", 0) == 0) part = static_cast<unsigned>(value);
         }
     }
-    if (implementer == 0) return "";
+    if (implementer == 0 && part == 0) return "";  // nothing read
     const std::string name = arm_cpu_name(implementer, part);
     if (!name.empty()) return name;
     std::string unknown = "aarch64 implementer 0x";

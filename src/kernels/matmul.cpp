@@ -144,8 +144,11 @@ MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, fl
     // weight once for all of them: below 16 tokens a chunk of columns at a time (next comment),
     // 2.4x faster than repeated GEMV for 8 tokens on Qwen2 0.5B's FFN matrix (896 x 4864 Q4_0,
     // 2 threads), so that 8 sequences decoding together cost a fraction of 8 decoding apart.
+    // Where the target has no GEMV kernels at all (aarch64, whose dot products are in the panel
+    // kernels), one token takes the GEMM too: its panels of a chunk of columns stay in L1.
     constexpr int64_t kGemmMinTokens = 16;
-    gemm_ = !scalar_ && (mode == MatmulMode::kBatchInvariant || n_tokens > 1);
+    gemm_ = !scalar_ && (mode == MatmulMode::kBatchInvariant || n_tokens > 1 ||
+                         !kernels::gemv_simd_available(w.type));
     // Interleaved weights need no unpacking for few tokens: in either mode they take the
     // GEMM's arithmetic (the kernels multiply as they decode); from kPackedPanelMinTokens on,
     // each group is decoded once into a panel that every token reuses.

@@ -6,7 +6,8 @@
 // for Q4_1/Q5_1, Q8_K for the K-quants, IQ4_XS and the ternary types; rounded to f16 for F16
 // weights and to bf16 for BF16), so that the result matches llama.cpp's up to summation order.
 // One token takes the GEMV path (memory-bound: rows split across threads, each weight byte read
-// once); two tokens or more take the GEMM path (16 rows at a time unpacked into a panel that every
+// once) where the CPU has GEMV kernels for the type (x86), the GEMM path elsewhere (aarch64, whose
+// dot products live in the panel kernels); two tokens or more take the GEMM path (16 rows at a time unpacked into a panel that every
 // token then reuses; below 16 tokens a chunk of columns at a time, so the panel stays in L1).
 // MatmulMode::kBatchInvariant takes the GEMM path's arithmetic for one token too.
 

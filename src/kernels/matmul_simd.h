@@ -7,6 +7,10 @@
 
 namespace minfer::kernels {
 
+// True where gemv_rows_simd has a kernel for weights of `type` on this CPU (x86's AVX2 and
+// AVX-512 targets); elsewhere one token takes the panel kernels (aarch64's sdot and i8mm).
+bool gemv_simd_available(GgmlType type);
+
 // GEMV, token by token, for rows [row_begin, row_end): returns false if no SIMD kernel exists for
 // the type on this CPU (the caller then uses the scalar reference).
 bool gemv_rows_simd(const WeightMatrix& w, const Activations& act, int64_t row_begin,
@@ -51,7 +55,7 @@ void gemm_float_panel_simd(const float* panel, int64_t n_cols, const float* x, i
 // ---- the interleaved layout (packed_layout.h; w.packed holds it) ----
 
 // True when the kernel path in use has kernels for `type` in the interleaved layout (AVX-512 and
-// AVX2).
+// AVX2; aarch64's NEON for the float weights).
 bool packed_kernels_available(GgmlType type);
 
 // Tokens [0, n_tokens) of act against groups [group_begin, group_end) of w.packed, multiplied as

@@ -1,7 +1,8 @@
 // Float weights (F32, F16, BF16) in the interleaved layout (packed_layout.h), compiled once per
-// Highway target and run on AVX-512 and AVX2 (where vcvtph2ps converts F16 as the file layout's
-// fill does; Highway's emulated conversion on older targets turns f16 infinities and NaNs into
-// finite values).
+// Highway target and run on AVX-512, AVX2 and aarch64's NEON (where vcvtph2ps and fcvtl convert F16
+// as the file layout's fill does; Highway's emulated conversion on older x86 targets turns f16
+// infinities and NaNs into finite values). SVE's vectors have no fixed number of lanes for a
+// group's 16 rows: aarch64 runs NEON here also where the CPU has SVE.
 //
 // A group's column of a stripe is 16 values in the file's element type, its next column 16 x q
 // elements on (q: the groups of its quad, 4 but at a band's end). Per row and token the
@@ -21,6 +22,9 @@
 // longer than the conversion, and the tiles' activations no longer stay in L1 (Llama 1.1B F16
 // pp512: 57-59 tokens/s with the tiles, 66-68 through panels).
 
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#endif
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -40,7 +44,7 @@ HWY_BEFORE_NAMESPACE();
 namespace minfer::kernels {
 namespace HWY_NAMESPACE {
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2 || (HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64)
 
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -244,7 +248,7 @@ void PackedFloatMatmul(const WeightMatrix& w, int64_t group_begin, int64_t group
 void PackedFloatMatmul(const WeightMatrix&, int64_t, int64_t, const float*, int64_t, float*,
                        float*) {}
 
-#endif  // HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+#endif  // AVX3, AVX2 or aarch64's NEON
 
 }  // namespace HWY_NAMESPACE
 }  // namespace minfer::kernels

@@ -1,5 +1,7 @@
 // Matmul on the interleaved layout (packed_layout.h), compiled once per Highway target; AVX-512
-// and AVX2 (other targets report "not available" and matmul reads the file's layout).
+// and AVX2 (other targets report "not available" and matmul reads the file's layout; aarch64's
+// NEON has the float weights' kernels of packed_float_simd.cpp, and runs NEON for this file also
+// where the CPU has SVE, so that the dispatch finds them).
 //
 // Few tokens (decoding: 1 to 15 sequences) multiply the blocks as they are decoded, in registers
 // (PackedTile): per group of 16 rows, runs of 8, 4, 2 or 1 tokens of the activation tiles, one
@@ -10,6 +12,9 @@
 // the same bits whatever the batch, and the same bits as from the file's layout. AVX2 does the
 // same on halves of 8 rows (PackedTileAvx2, FillPanelAvx2: runs of 4, 2 or 1 tokens).
 
+#ifndef HWY_DISABLED_TARGETS
+#define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
+#endif
 #include <algorithm>
 #include <bit>
 #include <cassert>
@@ -763,10 +768,14 @@ void FillIntPanelPacked(const WeightMatrix& w, int64_t group, const IntPanel& pa
     });
 }
 
-#else  // no packed kernels for this target
+#else  // no packed kernels for this target (aarch64's NEON: the float weights')
 
-bool PackedAvailable(GgmlType) {
+bool PackedAvailable([[maybe_unused]] GgmlType type) {
+#if HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64
+    return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16;
+#else
     return false;
+#endif
 }
 void PackedMatmul(const WeightMatrix&, int64_t, int64_t, const IntActivations&, int64_t, float*) {}
 void FillIntPanelPacked(const WeightMatrix&, int64_t, const IntPanel&) {}
