@@ -21,6 +21,8 @@
 #include "hwy/highway.h"
 #include "kernels/matmul_internal.h"
 
+// Defined anew for each target (the file is included once per target).
+#undef MINFER_GEMM_ARM_NEON
 #if HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64
 #include <arm_neon.h>
 #define MINFER_GEMM_ARM_NEON 1

@@ -54,8 +54,8 @@ void gemm_float_panel_simd(const float* panel, int64_t n_cols, const float* x, i
 
 // ---- the interleaved layout (packed_layout.h; w.packed holds it) ----
 
-// True when the kernel path in use has kernels for `type` in the interleaved layout (AVX-512 and
-// AVX2; aarch64's NEON for the float weights).
+// True when the kernel path in use has kernels for `type` in the interleaved layout (AVX-512, AVX2
+// and aarch64's NEON).
 bool packed_kernels_available(GgmlType type);
 
 // Tokens [0, n_tokens) of act against groups [group_begin, group_end) of w.packed, multiplied as

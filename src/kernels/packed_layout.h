@@ -11,7 +11,8 @@
 //
 // Layout. Rows are taken in groups of kPackedRows = 16 (the last group padded with zero rows).
 // A "column group" is 4 consecutive values of a block: the kernels hold the 16 rows' 4 values of
-// one column group in one 64-byte vector (row r in bytes 4r .. 4r + 3), as vpdpbusd wants them. A
+// one column group in one 64-byte vector (row r in bytes 4r .. 4r + 3), as vpdpbusd wants them
+// (AVX2 reads it as two halves of 8 rows, aarch64's NEON as four quarters of 4, sdot's operand). A
 // row group's part of a stripe (below) is one run of bytes that the kernels read strictly in
 // order, front to back, so that the hardware prefetcher keeps its stream: one core decoded Q8_0
 // from DRAM at 11-13 GB/s with each group's scales in a plane of their own at its end, 25 with

@@ -1,7 +1,7 @@
-// Matmul on the interleaved layout (packed_layout.h), compiled once per Highway target; AVX-512
-// and AVX2 (other targets report "not available" and matmul reads the file's layout; aarch64's
-// NEON has the float weights' kernels of packed_float_simd.cpp, and runs NEON for this file also
-// where the CPU has SVE, so that the dispatch finds them).
+// Matmul on the interleaved layout (packed_layout.h), compiled once per Highway target; AVX-512,
+// AVX2 and aarch64's NEON (other targets report "not available" and matmul reads the file's
+// layout; aarch64 runs NEON for this file also where the CPU has SVE, so that the dispatch finds
+// these kernels).
 //
 // Few tokens (decoding: 1 to 15 sequences) multiply the blocks as they are decoded, in registers
 // (PackedTile): per group of 16 rows, runs of 8, 4, 2 or 1 tokens of the activation tiles, one
@@ -34,6 +34,7 @@
 #include "hwy/highway.h"
 // clang-format off: the per-target headers must follow highway.h
 #include "kernels/gemm_x86_avx3-inl.h"
+#include "kernels/packed_arm_neon-inl.h"
 #include "kernels/packed_x86_avx2-inl.h"
 #include "kernels/packed_x86_avx3-inl.h"
 // clang-format on
@@ -42,7 +43,10 @@ HWY_BEFORE_NAMESPACE();
 namespace minfer::kernels {
 namespace HWY_NAMESPACE {
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+// Defined anew for each target (this file is compiled once per target).
+#undef MINFER_PACKED_KERNELS
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2 || defined(MINFER_PACKED_ARM_NEON)
+#define MINFER_PACKED_KERNELS 1
 
 // One group's chunk of one stripe of a packed matrix: blocks b0 .. b0 + n_blocks - 1 of its rows.
 struct PackedChunk {
@@ -77,7 +81,7 @@ HWY_INLINE void ForEachChunk(const WeightMatrix& w, const PackedLayout& l, int64
     }
 }
 
-#endif  // HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+#endif  // AVX3, AVX2 or aarch64's NEON
 
 #if HWY_TARGET == HWY_AVX3
 
@@ -699,9 +703,74 @@ void FillPanelAvx2(const PackedChunk& g, const IntPanel& panel) {
     }
 }
 
-#endif  // HWY_TARGET == HWY_AVX3, HWY_AVX2
+#elif defined(MINFER_PACKED_ARM_NEON)
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+// aarch64: a chunk's blocks are decoded a few at a time (packed_arm_neon-inl.h) into a small panel,
+// as the portable filling (gemm_panels.cpp) unpacks the file's layout, which the panel kernels
+// (gemm_arm_neon-inl.h: sdot, usmmla, usdot, or the portable loops) then multiply with every
+// token: the same panels, the same arithmetic, so the same bits as from the file's layout. The
+// weights stream in as one sequential run per band and need no transposition; the panel of at
+// most 256 columns stays in L1.
+
+// Blocks [local0, local0 + nb) of a chunk into blocks [panel_b0, panel_b0 + nb) of the panel:
+// codes + 128 - kOffset, d, and the sub-block scales, -dmin and mins where the type has them.
+template <class Tr>
+void FillPanelNeon(const PackedChunk& g, int64_t local0, int64_t nb, const IntPanel& panel,
+                   int64_t panel_b0) {
+    constexpr int kGroups = Tr::kSub / 4;
+    const IntPanel p = panel;  // local: the stores would make the compiler reload its fields
+    const uint8x16_t bias = vdupq_n_u8(static_cast<uint8_t>(128 - Tr::kOffset));
+    for (int64_t i = 0; i < nb; ++i) {
+        const int64_t b = panel_b0 + i;
+        const uint8_t* pa = g.codes(local0 + i);
+        const uint8_t* pd = g.d(local0 + i);
+        for (int q = 0; q < 4; ++q) {
+            const typename Tr::Head head = Tr::Decode(pa, pd, q);
+            Tr::ForEachSub(pa, head, q, [&](int s, const uint8x16_t* v) HWY_ATTR {
+                for (int gi = 0; gi < kGroups; ++gi) {
+                    const int64_t group = b * (Tr::kBlockValues / 4) + s * kGroups + gi;
+                    vst1q_u8(p.q + group * kPanelRows * 4 + 16 * q,
+                             Tr::kOffset == 128 ? v[gi] : vaddq_u8(v[gi], bias));
+                }
+                if constexpr (Tr::kSubs > 1) {
+                    vst1q_s32(p.scale + (b * Tr::kSubs + s) * kPanelRows + 4 * q,
+                              Tr::Scale(head, pa, q, s));
+                }
+            });
+            vst1q_f32(p.d + b * kPanelRows + 4 * q, head.d);
+            if constexpr (Tr::kMin) {
+                vst1q_f32(p.min_scale + b * kPanelRows + 4 * q, head.neg_dmin);
+                for (int j = 0; j < Tr::kSubs / 2; ++j) {
+                    vst1q_s32(p.mins + (b * (Tr::kSubs / 2) + j) * kPanelRows + 4 * q,
+                              head.mins[j]);
+                }
+            }
+        }
+    }
+}
+
+// Groups [g0, g1) against every token: chunk by chunk (stripe by stripe), 8 blocks of 32 values
+// or one of 256 at a time through a panel of 256 columns on the stack.
+template <class Tr>
+void PackedGroupsNeon(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int64_t g1,
+                      const IntActivations& a, int64_t n_tokens, float* y) {
+    constexpr int64_t kPanelBlocks = 256 / Tr::kBlockValues;
+    alignas(64) std::byte memory[8192];
+    assert(int_panel_bytes(w.type, 256) <= sizeof(memory));
+    ForEachChunk(w, l, g0, g1, y, [&](const PackedChunk& g, float* yg, int valid) HWY_ATTR {
+        for (int64_t local = 0; local < g.n_blocks; local += kPanelBlocks) {
+            const int64_t nb = std::min(kPanelBlocks, g.n_blocks - local);
+            const IntPanel panel = int_panel_at(memory, w.type, nb * Tr::kBlockValues);
+            FillPanelNeon<Tr>(g, local, nb, panel, 0);
+            const int64_t b = g.b0 + local;  // of the row
+            gemm_int_panel_simd(panel, a, b, n_tokens, yg, w.n_rows, valid, b > 0);
+        }
+    });
+}
+
+#endif  // HWY_TARGET == HWY_AVX3, HWY_AVX2, aarch64's NEON
+
+#ifdef MINFER_PACKED_KERNELS
 
 // Calls f(traits) for the type (false: no packed kernels for it).
 template <class F>
@@ -739,7 +808,9 @@ void PackedMatmul(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
     const PackedLayout l = packed_layout(w.type, w.n_cols, w.n_rows);
     WithTraits(w.type, [&](auto traits) HWY_ATTR {
         using Tr = decltype(traits);
-#if HWY_TARGET == HWY_AVX3
+#if defined(MINFER_PACKED_ARM_NEON)
+        PackedGroupsNeon<Tr>(w, l, group_begin, group_end, a, n_tokens, y);
+#elif HWY_TARGET == HWY_AVX3
         if (x86_vnni_available()) {
             PackedGroups<Tr, true>(w, l, group_begin, group_end, a, n_tokens, y);
         } else {
@@ -759,7 +830,10 @@ void FillIntPanelPacked(const WeightMatrix& w, int64_t group, const IntPanel& pa
     const PackedLayout l = packed_layout(w.type, w.n_cols, w.n_rows);
     WithTraits(w.type, [&](auto traits) HWY_ATTR {
         for (int64_t k = 0; k < l.n_stripes(); ++k) {
-#if HWY_TARGET == HWY_AVX3
+#if defined(MINFER_PACKED_ARM_NEON)
+            const PackedChunk chunk = ChunkAt(w, l, group, k);
+            FillPanelNeon<decltype(traits)>(chunk, 0, chunk.n_blocks, panel, chunk.b0);
+#elif HWY_TARGET == HWY_AVX3
             FillPanel<decltype(traits)>(ChunkAt(w, l, group, k), panel);
 #else
             FillPanelAvx2<decltype(traits)>(ChunkAt(w, l, group, k), panel);
@@ -768,19 +842,15 @@ void FillIntPanelPacked(const WeightMatrix& w, int64_t group, const IntPanel& pa
     });
 }
 
-#else  // no packed kernels for this target (aarch64's NEON: the float weights')
+#else  // no packed kernels for this target
 
-bool PackedAvailable([[maybe_unused]] GgmlType type) {
-#if HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64
-    return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16;
-#else
+bool PackedAvailable(GgmlType) {
     return false;
-#endif
 }
 void PackedMatmul(const WeightMatrix&, int64_t, int64_t, const IntActivations&, int64_t, float*) {}
 void FillIntPanelPacked(const WeightMatrix&, int64_t, const IntPanel&) {}
 
-#endif  // HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+#endif  // MINFER_PACKED_KERNELS
 
 }  // namespace HWY_NAMESPACE
 }  // namespace minfer::kernels

@@ -235,9 +235,10 @@ void expect_same_bits(const std::vector<float>& y, const std::vector<float>& alo
 }
 
 // True where the interleaved weights take kernels of their own: the AVX-512 path (with or without
-// VNNI) and the AVX2 one. Elsewhere matmul reads the file's layout and the equality is trivial.
+// VNNI), the AVX2 one and aarch64's NEON (with each of its dot products). Elsewhere matmul reads
+// the file's layout and the equality is trivial.
 bool kernels_have_packed(const Path& p, GgmlType type) {
-    return (p.hwy_target == HWY_AVX3 || p.hwy_target == HWY_AVX2) &&
+    return (p.hwy_target == HWY_AVX3 || p.hwy_target == HWY_AVX2 || p.hwy_target == HWY_NEON) &&
            kernels::has_packed_layout(type);
 }
 
