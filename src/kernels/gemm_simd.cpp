@@ -2,8 +2,8 @@
 // Each output vector holds kPanelRows = 16 rows of one token (or 8 on AVX2), so the result row of
 // a token is one contiguous store. AVX-512 kernels are in gemm_x86_avx3-inl.h (vpdpbusd with
 // AVX512-VNNI, or its exact 16-bit emulation); AVX2 has its own below; aarch64's dot products
-// (sdot, usdot, usmmla) are in gemm_arm_neon-inl.h; other targets run portable loops that the compiler
-// vectorizes for them.
+// (sdot, usdot, usmmla) are in gemm_arm_neon-inl.h, SVE's in gemm_arm_sve-inl.h; other targets
+// run portable loops that the compiler vectorizes for them.
 
 // SVE's vectors are sizeless and cannot be array elements, which these kernels' accumulators
 // are: on aarch64 they run on NEON (128-bit) also where the CPU has SVE.
@@ -24,6 +24,7 @@
 #include "hwy/highway.h"
 // clang-format off: the per-target header must follow highway.h
 #include "kernels/gemm_arm_neon-inl.h"
+#include "kernels/gemm_arm_sve-inl.h"
 #include "kernels/gemm_x86_avx3-inl.h"
 // clang-format on
 
@@ -336,7 +337,12 @@ void GemmIntPanelLoops(const IntPanel& p, const IntActivations& a, int64_t block
 void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, int64_t n_tokens,
                   float* y, int64_t y_stride, int n_valid_rows, bool accumulate) {
 #ifdef MINFER_GEMM_ARM_NEON
-    // The same bits as the loops below, with the CPU's dot products (gemm_arm_neon-inl.h).
+    // The same bits as the loops below, with the CPU's dot products: SVE's on 8 or 16 rows per
+    // vector where its vectors are that long (gemm_arm_sve-inl.h), else NEON's
+    // (gemm_arm_neon-inl.h).
+    if (arm_sve_kernel_bits() != 0) {
+        return GemmIntPanelSve(p, a, block0, n_tokens, y, y_stride, n_valid_rows, accumulate);
+    }
     switch (arm_extensions()) {
         case ArmExtensions::kI8mm:
             return GemmIntPanelNeon<ArmDot::kUsmmla>(p, a, block0, n_tokens, y, y_stride,
@@ -360,6 +366,8 @@ const char* GemmIntPanelName() {
 #elif HWY_TARGET == HWY_AVX2
     return "AVX2";
 #elif defined(MINFER_GEMM_ARM_NEON)
+    if (arm_sve_kernel_bits() == 256) return "SVE 256-bit (sdot)";
+    if (arm_sve_kernel_bits() == 512) return "SVE 512-bit (sdot)";
     switch (arm_extensions()) {
         case ArmExtensions::kI8mm:
             return "NEON I8MM (usmmla, usdot)";

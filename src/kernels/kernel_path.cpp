@@ -18,6 +18,7 @@
 #if defined(__aarch64__) && defined(__linux__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 
 #include <fstream>
 #endif
@@ -29,6 +30,7 @@ std::atomic<KernelPath> g_path{KernelPath::kBest};
 std::atomic<bool> g_extensions{true};
 std::atomic<int> g_avx2_prefetch{-1};  // -1: the CPU's default (software_prefetch_pays)
 std::atomic<ArmExtensions> g_arm_limit{ArmExtensions::kI8mm};
+std::atomic<bool> g_arm_sve{true};
 
 #if defined(__aarch64__) && defined(__linux__)
 // The aarch64 Linux HWCAP bits (asm/hwcap.h).
@@ -51,6 +53,21 @@ ArmExtensions cpu_arm_extensions() {
     return has;
 #else
     return ArmExtensions::kNone;
+#endif
+}
+
+// The SVE vector length of this thread in bits (the kernel's, inherited by the threads a process
+// starts), 0 without SVE.
+int cpu_sve_bits() {
+#if defined(__aarch64__) && defined(__linux__)
+    static const int bits = [] {
+        if ((arm_hwcaps().hwcap & HWCAP_SVE) == 0) return 0;
+        const int vl = prctl(PR_SVE_GET_VL);
+        return vl < 0 ? 0 : (vl & PR_SVE_VL_LEN_MASK) * 8;
+    }();
+    return bits;
+#else
+    return 0;
 #endif
 }
 
@@ -116,6 +133,14 @@ void set_arm_extensions_limit(ArmExtensions limit) {
     g_arm_limit.store(limit, std::memory_order_relaxed);
 }
 
+int arm_sve_kernel_bits() {
+    const int bits = g_arm_sve.load(std::memory_order_relaxed) ? cpu_sve_bits() : 0;
+    return bits == 256 || bits == 512 ? bits : 0;
+}
+void set_arm_sve_kernels_enabled(bool enabled) {
+    g_arm_sve.store(enabled, std::memory_order_relaxed);
+}
+
 std::string arm_features() {
     std::string out;
 #if defined(__aarch64__) && defined(__linux__)
@@ -175,6 +200,7 @@ std::string kernels_in_use() {
     }
     if (arm_extensions() >= ArmExtensions::kDotProd) name += " DOTPROD";
     if (arm_extensions() >= ArmExtensions::kI8mm) name += " I8MM";
+    if (arm_sve_kernel_bits() != 0) name += concat(" SVE", arm_sve_kernel_bits());
     return name;
 }
 

@@ -29,6 +29,11 @@ enum class ArmExtensions { kNone = 0, kDotProd = 1, kI8mm = 2 };
 ArmExtensions arm_extensions();  // the CPU's, capped by the limit below
 // Tests and benchmarks cap them to run the plainer kernels on the same CPU (default: no cap).
 void set_arm_extensions_limit(ArmExtensions limit);
+// aarch64: the SVE vector length in bits that the integer matrix kernels use, 256 or 512 (SVE's
+// sdot on 8 or 16 rows at once); 0 where the CPU has no SVE, or 128-bit SVE (no wider than NEON),
+// or longer vectors than a panel's 16 rows, or tests switched it off.
+int arm_sve_kernel_bits();
+void set_arm_sve_kernels_enabled(bool enabled);  // default: enabled
 // The CPU's aarch64 features for reports ("asimd dotprod i8mm sve2 ..."; "" elsewhere).
 std::string arm_features();
 
@@ -45,7 +50,8 @@ void set_avx2_software_prefetch(bool enabled);
 bool avx2_software_prefetch();
 
 // For benchmark records: the kernels this process runs ("scalar", or Highway's name of the best
-// SIMD target, e.g. "AVX2 (software prefetch off)", "AVX3 VNNI BF16", "SVE2 DOTPROD I8MM"), and
+// SIMD target and the extensions in use, e.g. "AVX2 (software prefetch off)", "AVX3 VNNI BF16",
+// "SVE2 DOTPROD I8MM SVE512": SVE2 the Highway target, SVE512 the integer kernels'), and
 // the CPU's name: x86's brand string from CPUID; on aarch64 the implementer and part from
 // /proc/cpuinfo (MIDR), e.g. "ARM Neoverse-N1" ("" where unknown).
 std::string kernels_in_use();

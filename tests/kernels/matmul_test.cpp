@@ -65,6 +65,7 @@ struct Path {
     bool packed = false;  // the interleaved weights attached
     bool avx2_prefetch = software_prefetch_pays();  // the AVX2 packed kernels' prefetches
     ArmExtensions arm_limit = ArmExtensions::kI8mm;   // aarch64: the extensions allowed
+    bool arm_sve = true;                               // aarch64: SVE's integer kernels allowed
 };
 
 // Every kernel path of this machine (each once more in the batch-invariant mode with `invariant`,
@@ -82,16 +83,22 @@ std::vector<Path> kernel_paths(bool invariant = false, bool packed = false) {
         add(hwy::TargetName(target), target, true);
         if (target == HWY_AVX3 && x86_vnni_available()) add("AVX3-without-VNNI", target, false);
     }
-    // aarch64: the matmul kernels run on NEON whatever the best target; each extension the CPU
-    // has is also switched off in turn (i8mm, then sdot: the portable loops).
+    // aarch64: the matmul kernels run on NEON whatever the best target; SVE's integer kernels
+    // where the CPU has 256- or 512-bit SVE, and each extension the CPU has, are also switched off
+    // in turn (SVE, then i8mm, then sdot: the portable loops).
+    const auto add_arm = [&](const std::string& name, ArmExtensions cap) {
+        add(name, HWY_NEON, true);
+        for (std::size_t i = paths.size() - (invariant ? 2 : 1); i < paths.size(); ++i) {
+            paths[i].arm_limit = cap;
+            paths[i].arm_sve = false;
+        }
+    };
+    if (arm_sve_kernel_bits() != 0) add_arm("NEON-without-SVE", arm_extensions());
     if (arm_extensions() != ArmExtensions::kNone) {
         for (int limit = static_cast<int>(arm_extensions()) - 1; limit >= 0; --limit) {
             const auto cap = static_cast<ArmExtensions>(limit);
-            add(cap == ArmExtensions::kNone ? "NEON-without-DOTPROD" : "NEON-without-I8MM",
-                HWY_NEON, true);
-            for (std::size_t i = paths.size() - (invariant ? 2 : 1); i < paths.size(); ++i) {
-                paths[i].arm_limit = cap;
-            }
+            add_arm(cap == ArmExtensions::kNone ? "NEON-without-DOTPROD" : "NEON-without-I8MM",
+                    cap);
         }
     }
     if (packed) {
@@ -117,6 +124,7 @@ void select_path(const Path& path) {
     set_x86_extensions_enabled(path.extensions);
     set_avx2_software_prefetch(path.avx2_prefetch);
     set_arm_extensions_limit(path.arm_limit);
+    set_arm_sve_kernels_enabled(path.arm_sve);
 }
 
 void reset_path() {
@@ -125,6 +133,7 @@ void reset_path() {
     set_x86_extensions_enabled(true);
     set_avx2_software_prefetch(software_prefetch_pays());
     set_arm_extensions_limit(ArmExtensions::kI8mm);
+    set_arm_sve_kernels_enabled(true);
 }
 
 std::vector<float> make_activations(int64_t n_tokens, int64_t n_cols, uint32_t seed) {
@@ -562,10 +571,11 @@ TEST(Matmul, RejectsBadShapesAndTypes) {
     EXPECT_NO_THROW(matmul({GgmlType::Q8_0, 32, 1, data}, x, 0, y, pool, scratch));
 }
 
-// aarch64: the sdot and i8mm kernels (gemm_arm_neon-inl.h) give the portable loops' bits for
-// every type with integer panels (32-value blocks with and without offsets, K-quants with and
-// without mins) and every token count; run under QEMU as neoverse-n1 (sdot) and max (usmmla for
-// two tokens or more, usdot for one).
+// aarch64: the sdot and i8mm kernels (gemm_arm_neon-inl.h) and SVE's (gemm_arm_sve-inl.h) give
+// the portable loops' bits for every type with integer panels (32-value blocks with and without
+// offsets, K-quants with and without mins) and every token count; run under QEMU as neoverse-n1
+// (sdot) and max (usmmla for two tokens or more, usdot for one; SVE's sdot on 512-bit vectors,
+// and on 256-bit ones as max with sve-default-vector-length=32).
 TEST(ArmDotProducts, GiveThePortableLoopsBits) {
     const ArmExtensions cpu = arm_extensions();
     if (cpu == ArmExtensions::kNone) {
@@ -590,9 +600,14 @@ TEST(ArmDotProducts, GiveThePortableLoopsBits) {
             for (float& v : x) v = normal(rng);
             std::vector<float> portable(static_cast<std::size_t>(n * rows));
             set_arm_extensions_limit(ArmExtensions::kNone);
+            set_arm_sve_kernels_enabled(false);
             matmul(w, x.data(), n, portable.data(), pool, scratch, MatmulMode::kBatchInvariant);
-            for (int limit = 1; limit <= static_cast<int>(cpu); ++limit) {
-                set_arm_extensions_limit(static_cast<ArmExtensions>(limit));
+            // NEON's dot products, then (limit cpu + 1) SVE's where the CPU has them.
+            for (int limit = 1; limit <= static_cast<int>(cpu) + 1; ++limit) {
+                set_arm_extensions_limit(
+                    static_cast<ArmExtensions>(std::min(limit, static_cast<int>(cpu))));
+                set_arm_sve_kernels_enabled(limit > static_cast<int>(cpu));
+                if (limit > static_cast<int>(cpu) && arm_sve_kernel_bits() == 0) break;
                 std::vector<float> y(portable.size(), -12345.0f);
                 matmul(w, x.data(), n, y.data(), pool, scratch, MatmulMode::kBatchInvariant);
                 expect_same_bits(y, portable, n, rows,
@@ -600,6 +615,7 @@ TEST(ArmDotProducts, GiveThePortableLoopsBits) {
                                  "with the dot products", "by the portable loops");
             }
             set_arm_extensions_limit(ArmExtensions::kI8mm);
+            set_arm_sve_kernels_enabled(true);
         }
     }
 }
