@@ -371,9 +371,9 @@ void BM_GemvPackedOtherPrefetch(benchmark::State& state, GgmlType type) {
         state.SkipWithError("only the AVX2 kernels issue software prefetches");
         return;
     }
-    minfer::set_avx2_software_prefetch(!minfer::software_prefetch_pays());
+    minfer::set_x86_software_prefetch(!minfer::software_prefetch_pays());
     gemv(state, type, kDim, kDim, minfer::MatmulMode::kBatchInvariant, /*packed=*/true, 1);
-    minfer::set_avx2_software_prefetch(minfer::software_prefetch_pays());
+    minfer::set_x86_software_prefetch(minfer::software_prefetch_pays());
 }
 
 // Decoding's matrices of Qwen2 0.5B (n_cols x n_rows: 896 x 4864 FFN up/gate, 4864 x 896 FFN

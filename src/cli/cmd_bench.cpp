@@ -16,6 +16,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -206,6 +207,32 @@ nlohmann::ordered_json kernels_by_type(const BenchOptions& o, const Model& model
     return out;
 }
 
+// A decode row against the memory bandwidth: the weight bytes every step reads (whatever the
+// number of sequences it decodes; of a mixture of experts, the experts its tokens picked, counted
+// by the backend: a step of several sequences reads the union of theirs) times the steps a second,
+// each repetition against the bandwidth measured just after it (the machine's moves from minute
+// to minute), as means over the repetitions.
+struct Roofline {
+    double step_bytes = 0;       // weight bytes one forward pass reads
+    double read_bps = 0;         // of which per second
+    double bandwidth_bps = 0;    // the read bandwidth measured beside the steps
+    double fraction = 0;         // read_bps / bandwidth_bps, repetition by repetition
+};
+
+std::optional<Roofline> roofline_of(const TestResult& r, const Model& model) {
+    if (r.test.n_gen == 0 || r.samples_bandwidth.empty()) return std::nullopt;
+    const auto per_step = static_cast<double>(model.bytes_per_token());
+    std::vector<double> bytes, used, fraction;
+    for (std::size_t i = 0; i < r.samples_ts.size(); ++i) {
+        const double steps = r.samples_ts[i] / static_cast<double>(r.test.n_parallel);
+        bytes.push_back(r.samples_bytes[i] > 0 ? r.samples_bytes[i] : per_step);
+        used.push_back(bytes.back() * steps);
+        fraction.push_back(used.back() / r.samples_bandwidth[i]);
+    }
+    return Roofline{TestResult::mean(bytes), TestResult::mean(used),
+                    TestResult::mean(r.samples_bandwidth), TestResult::mean(fraction)};
+}
+
 void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>& results,
                             const Model& model) {
     nlohmann::ordered_json array = nlohmann::ordered_json::array();
@@ -243,6 +270,14 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
                          {"stddev_ts", r.stddev_ts()},
                          {"samples_ns", r.samples_ns},
                          {"samples_ts", r.samples_ts}});
+        // The decode roofline (tg rows, unless --no-roofline): bytes per step, their rate, the
+        // read bandwidth measured beside the steps, and the fraction of it.
+        if (const std::optional<Roofline> line = roofline_of(r, model)) {
+            array.back()["decode_bytes_per_step"] = static_cast<uint64_t>(line->step_bytes);
+            array.back()["decode_read_bps"] = line->read_bps;
+            array.back()["read_bandwidth_bps"] = line->bandwidth_bps;
+            array.back()["bandwidth_fraction"] = line->fraction;
+        }
     }
     if (o.json) {
         std::cout << array.dump(2) << "\n";
@@ -326,31 +361,18 @@ void print_roofline(const std::vector<TestResult>& results, const Model& model) 
     std::printf("\nDecode roofline: %s of weights read per forward pass\n",
                 format_mib(per_step).c_str());
     for (const auto& r : results) {
-        if (r.test.n_gen == 0 || r.samples_bandwidth.empty()) continue;
-        // Every step reads the weights once, whatever the number of sequences it decodes; of a
-        // mixture of experts, the experts its tokens picked (counted by the backend: a step of
-        // several sequences reads the union of theirs). Each repetition against the bandwidth
-        // measured just after it: the machine's moves from minute to minute.
-        std::vector<double> used, fraction;
-        for (std::size_t i = 0; i < r.samples_ts.size(); ++i) {
-            const double steps = r.samples_ts[i] / static_cast<double>(r.test.n_parallel);
-            const double step_bytes =
-                r.samples_bytes[i] > 0 ? r.samples_bytes[i] : static_cast<double>(per_step);
-            used.push_back(step_bytes * steps);
-            fraction.push_back(used.back() / r.samples_bandwidth[i]);
-        }
-        const double counted = TestResult::mean(r.samples_bytes);
+        const std::optional<Roofline> line = roofline_of(r, model);
+        if (!line) continue;
         const std::string read =
-            counted > 0 && std::abs(counted - static_cast<double>(per_step)) >
-                               0.005 * static_cast<double>(per_step)
-                ? concat(" (", format_mib(static_cast<uint64_t>(counted)), " a step)")
+            std::abs(line->step_bytes - static_cast<double>(per_step)) >
+                    0.005 * static_cast<double>(per_step)
+                ? concat(" (", format_mib(static_cast<uint64_t>(line->step_bytes)), " a step)")
                 : "";
         std::printf(
             "  %d thread(s), %s x%lld%s: %.1f GB/s of %.1f GB/s read bandwidth (the higher of "
             "samples between the decode steps and a read after them) = %.0f%%\n",
             r.threads, r.name().c_str(), static_cast<long long>(r.test.n_parallel), read.c_str(),
-            TestResult::mean(used) / 1e9, TestResult::mean(r.samples_bandwidth) / 1e9,
-            100.0 * TestResult::mean(fraction));
+            line->read_bps / 1e9, line->bandwidth_bps / 1e9, 100.0 * line->fraction);
     }
 }
 
@@ -369,7 +391,9 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option(
         "--n-parallel", o->n_parallel,
         "(or -np) Sequences decoding together, comma-separated: each is prefilled with its own "
-        "random prompt of -p tokens, then all decode -n tokens; t/s is the aggregate (at most -b)");
+        "random prompt of -p tokens, then all decode -n tokens; t/s is the aggregate of the "
+        "generated tokens, timed with the prompts (as a server's clients pay for them) where -p "
+        "is not 0, over the decode steps alone with -p 0 (at most -b)");
     cmd->add_option("-d,--n-depth", o->n_depth,
                     "Tokens already in the cache before each test, comma-separated")
         ->capture_default_str();
@@ -393,7 +417,7 @@ void add_bench_command(CLI::App& app) {
         "Interleaved copies of the weights for the CPU kernels (default; see run --help)");
     auto* json = cmd->add_flag("--json", o->json, "Print a JSON array (llama-bench's fields)");
     cmd->add_flag("--csv", o->csv, "Print CSV (llama-bench's fields)")->excludes(json);
-    cmd->add_flag("--no-roofline", o->no_roofline, "Skip the memory-bandwidth measurement");
+    cmd->add_flag("--no-roofline", o->no_roofline, "Skip the memory-bandwidth measurement (the roofline, and --json's bandwidth fields)");
     cmd->callback([o] {
         const auto prompts = parse_int_list(o->n_prompt, "--n-prompt", 0);
         const auto gens = parse_int_list(o->n_gen, "--n-gen", 0);
@@ -445,7 +469,7 @@ void add_bench_command(CLI::App& app) {
 
         std::mt19937 rng(1234);
         std::vector<TestResult> results;
-        const bool roofline = !o->no_roofline && !o->json && !o->csv;
+        const bool roofline = !o->no_roofline;
         // The peak resident memory of the model and the engine, without the roofline's read
         // buffer (resident whole while it exists, so its size comes off the peak measured then).
         std::optional<uint64_t> peak;

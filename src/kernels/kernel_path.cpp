@@ -28,7 +28,7 @@ namespace {
 
 std::atomic<KernelPath> g_path{KernelPath::kBest};
 std::atomic<bool> g_extensions{true};
-std::atomic<int> g_avx2_prefetch{-1};  // -1: the CPU's default (software_prefetch_pays)
+std::atomic<int> g_x86_prefetch{-1};  // -1: the CPU's default (software_prefetch_pays)
 std::atomic<ArmExtensions> g_arm_limit{ArmExtensions::kI8mm};
 std::atomic<bool> g_arm_sve{true};
 
@@ -178,12 +178,18 @@ bool software_prefetch_pays() {
     }();
     return pays;
 }
-void set_avx2_software_prefetch(bool enabled) {
-    g_avx2_prefetch.store(enabled ? 1 : 0, std::memory_order_relaxed);
+void set_x86_software_prefetch(bool enabled) {
+    g_x86_prefetch.store(enabled ? 1 : 0, std::memory_order_relaxed);
 }
-bool avx2_software_prefetch() {
-    const int set = g_avx2_prefetch.load(std::memory_order_relaxed);
-    return set < 0 ? software_prefetch_pays() : set == 1;
+bool x86_software_prefetch() {
+    const int set = g_x86_prefetch.load(std::memory_order_relaxed);
+    if (set >= 0) return set == 1;
+    // MINFER_SOFTWARE_PREFETCH=0 or 1 overrides the rule, for measuring a CPU it does not know.
+    static const int from_environment = [] {
+        const char* v = std::getenv("MINFER_SOFTWARE_PREFETCH");
+        return v == nullptr ? -1 : std::string_view(v) == "1" ? 1 : std::string_view(v) == "0" ? 0 : -1;
+    }();
+    return from_environment < 0 ? software_prefetch_pays() : from_environment == 1;
 }
 
 std::string kernels_in_use() {
@@ -195,8 +201,8 @@ std::string kernels_in_use() {
         if (x86_vnni_available()) name += " VNNI";
         if (x86_bf16_available()) name += " BF16";
     }
-    if (targets.front() == HWY_AVX2) {
-        name += avx2_software_prefetch() ? " (software prefetch on)" : " (software prefetch off)";
+    if (targets.front() == HWY_AVX2 || targets.front() == HWY_AVX3) {
+        name += x86_software_prefetch() ? " (software prefetch on)" : " (software prefetch off)";
     }
     if (arm_extensions() >= ArmExtensions::kDotProd) name += " DOTPROD";
     if (arm_extensions() >= ArmExtensions::kI8mm) name += " I8MM";

@@ -38,4 +38,10 @@ class ReadBandwidthProbe {
 // f32 floating-point operations per second (an FMA counts as two) on every thread of the pool.
 double measure_peak_fma_flops(ThreadPool& pool);
 
+// int8 operations per second (a multiply-add counts as two) on every thread of the pool, with the
+// instruction minfer's integer GEMM panels use on this CPU: AVX512-VNNI's vpdpbusd, AVX2's
+// vpmaddubsw/vpmaddwd/vpaddd, aarch64's sdot. The ceiling of a prompt's or a many-sequence step's
+// products; 0 where the kernels have no such instruction (the scalar path, an older CPU).
+double measure_peak_int8_ops(ThreadPool& pool);
+
 }  // namespace minfer

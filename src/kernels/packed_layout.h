@@ -17,9 +17,9 @@
 // order, front to back, so that the hardware prefetcher keeps its stream: one core decoded Q8_0
 // from DRAM at 11-13 GB/s with each group's scales in a plane of their own at its end, 25 with
 // them beside their blocks, and Q6_K (scales read before the codes, stored after them) and Q5_K
-// (fifth bits in units of their own) went from 10-11 to 27. Software prefetching only took from
-// that (by 5-25 % at 0.5-8 KiB ahead, every type), so the AVX-512 kernels issue none; the AVX2
-// ones do on Zen 3, whose prefetchers alone do not keep up, and not on Zen 4 (packed_simd.cpp).
+// (fifth bits in units of their own) went from 10-11 to 27. On Zen 4 software prefetching only
+// took from that (by 5-25 % at 0.5-8 KiB ahead, every type); the x86 kernels issue prefetches on
+// Zen 3 and Intel's Xeons, whose prefetchers alone do not keep up (packed_simd.cpp).
 // Per block:
 //   the block's codes (a_bytes, a multiple of 64): 64-byte units of three kinds:
 //     words: unit w is one 32-bit word of the file's block (bytes `offset` + 4w .. + 3) for the

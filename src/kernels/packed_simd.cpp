@@ -83,13 +83,38 @@ HWY_INLINE void ForEachChunk(const WeightMatrix& w, const PackedLayout& l, int64
 
 #endif  // AVX3, AVX2 or aarch64's NEON
 
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+// How far ahead the kernels ask for lines where the CPU's prefetchers alone fall behind
+// (software_prefetch_pays(); the AVX2 measurements are at its kernels below). The AVX-512 kernels
+// on 2 vCPUs of an Intel Xeon (AVX-512 VNNI, 6 December 2026, Qwen2 0.5B shape by llama-quantize,
+// three alternations, tokens/s without / with): one sequence Q4_0 49.3-50.5 / 59.0-61.3, Q4_K_M
+// 45.6 / 52.9-54.6, Q8_0 39.2-39.4 / 42.4-44.3, Q6_K 41.1-41.4 / 44.8-46.2; 16 sequences 322 /
+// 405 (Q4_0), 278-285 / 341-352 (Q4_K_M): the weights' loads had stalled 38 % of the Q4_0 tile's
+// cycles. A whole block's lines at once, at its start (K-quants too: spread over the sub-blocks
+// as AVX2 does was not measured here).
+constexpr int64_t kPrefetchBytes = 2048;
+
+// The lines kPrefetchBytes ahead of bytes [begin, end) of a block.
+template <bool kPrefetch>
+HWY_INLINE void PrefetchRange(const uint8_t* codes, int begin, int end) {
+    if constexpr (!kPrefetch) return;
+    for (int at = begin; at < end; at += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(codes + kPrefetchBytes + at), _MM_HINT_T0);
+    }
+}
+#endif
+
 #if HWY_TARGET == HWY_AVX3
 
 // T tokens of a run (slot run.slot of tile run.tile and the next T - 1, tiles of W) against every
 // block of one chunk, into acc[t] (16 rows).
-template <class Tr, int T, int W, bool kVnni>
+template <class Tr, int T, int W, bool kVnni, bool kPrefetch>
 HWY_INLINE void PackedBlocks(const PackedChunk& g, const IntActivations& a, const TokenRun& run,
                              __m512 (&acc)[T]) {
+    // The lines kPrefetchBytes ahead of a block's codes, with the d unit before them (the layout's
+    // one sequential run: past the chunk's end they are the next chunk's).
+    const int first_line = g.l.has_d_units ? -64 : 0;
+    const int block_bytes = static_cast<int>(g.l.a_bytes);
     constexpr int kGroups = Tr::kSub / 4;
     // With one or two tokens a single chain of vpdpbusd would set the pace: two chains, added.
     constexpr int kChains = T <= 2 ? 2 : 1;
@@ -100,6 +125,7 @@ HWY_INLINE void PackedBlocks(const PackedChunk& g, const IntActivations& a, cons
     for (int64_t local = 0; local < g.n_blocks; ++local) {
         const int64_t b = g.b0 + local;  // of the row: the activations' block
         const uint8_t* pa = g.codes(local);
+        PrefetchRange<kPrefetch>(pa, first_line, block_bytes);
         const typename Tr::Head h = Tr::Decode(pa, g.d(local));
         __m512i isum[T];
 #pragma GCC unroll 8
@@ -165,7 +191,7 @@ HWY_INLINE void PackedBlocks(const PackedChunk& g, const IntActivations& a, cons
 // T tokens from token t0 (tiles of W) against one chunk, stored to y[(t0 + t) * y_stride + r] for
 // the group's valid rows. A chunk after a row's first continues the sums the previous one stored
 // (a float stored and loaded is exact: the same operations in the same order as one long run).
-template <class Tr, int T, int W, bool kVnni>
+template <class Tr, int T, int W, bool kVnni, bool kPrefetch>
 void PackedTile(const PackedChunk& g, const IntActivations& a, int64_t t0, float* y,
                 int64_t y_stride, __mmask16 rows) {
     __m512 acc[T];
@@ -174,34 +200,41 @@ void PackedTile(const PackedChunk& g, const IntActivations& a, int64_t t0, float
         acc[t] =
             g.b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(rows, y + (t0 + t) * y_stride);
     }
-    PackedBlocks<Tr, T, W, kVnni>(g, a, TokenRun{t0 / W, static_cast<int>(t0 % W), 0}, acc);
+    PackedBlocks<Tr, T, W, kVnni, kPrefetch>(g, a, TokenRun{t0 / W, static_cast<int>(t0 % W), 0},
+                                             acc);
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * y_stride, rows, acc[t]);
 }
 
-// Groups [g0, g1): runs of 8, 4, 2 and 1 tokens against each chunk.
-template <class Tr, bool kVnni>
+// Groups [g0, g1): runs of 8, 4, 2 and 1 tokens against each chunk. The first run streams the
+// chunk in from memory and asks for the lines ahead (with kPrefetch); the others find it in L1.
+template <class Tr, bool kVnni, bool kPrefetch>
 void PackedGroups(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int64_t g1,
                   const IntActivations& a, int64_t n_tokens, float* y) {
     ForEachChunk(w, l, g0, g1, y, [&](const PackedChunk& g, float* yg, int valid) HWY_ATTR {
         const auto rows = static_cast<__mmask16>((1u << valid) - 1u);
         if (a.width == 1) {  // one token, dense activations
-            PackedTile<Tr, 1, 1, kVnni>(g, a, 0, yg, w.n_rows, rows);
+            PackedTile<Tr, 1, 1, kVnni, kPrefetch>(g, a, 0, yg, w.n_rows, rows);
             return;
         }
         int64_t t = 0;
         for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
-            PackedTile<Tr, kTokenTile, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+            if (t == 0) {
+                PackedTile<Tr, kTokenTile, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows,
+                                                                         rows);
+            } else {
+                PackedTile<Tr, kTokenTile, kTokenTile, kVnni, false>(g, a, t, yg, w.n_rows, rows);
+            }
         }
         if (t + 4 <= n_tokens) {
-            PackedTile<Tr, 4, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+            PackedTile<Tr, 4, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
             t += 4;
         }
         if (t + 2 <= n_tokens) {
-            PackedTile<Tr, 2, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+            PackedTile<Tr, 2, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
             t += 2;
         }
-        if (t < n_tokens) PackedTile<Tr, 1, kTokenTile, kVnni>(g, a, t, yg, w.n_rows, rows);
+        if (t < n_tokens) PackedTile<Tr, 1, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
     });
 }
 
@@ -345,17 +378,6 @@ HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int3
 // threads decoded Llama 1.1B Q4_K_M at 40-45 tokens/s with them, 48-50 without (three
 // alternations; Q4_0, Q8_0 and the MoE 5-15 % faster too). So kPrefetch follows
 // software_prefetch_pays() (kernel_path.h). The AVX-512 kernels issue none (packed_layout.h).
-constexpr int64_t kPrefetchBytes = 2048;
-
-// The lines kPrefetchBytes ahead of bytes [begin, end) of a block.
-template <bool kPrefetch>
-HWY_INLINE void PrefetchRange(const uint8_t* codes, int begin, int end) {
-    if constexpr (!kPrefetch) return;
-    for (int at = begin; at < end; at += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(codes + kPrefetchBytes + at), _MM_HINT_T0);
-    }
-}
-
 // Sub-block s's share of them. Constants once the sub-block loop is unrolled: a few prefetches,
 // no arithmetic.
 template <class Tr, bool kPrefetch>
@@ -811,13 +833,20 @@ void PackedMatmul(const WeightMatrix& w, int64_t group_begin, int64_t group_end,
 #if defined(MINFER_PACKED_ARM_NEON)
         PackedGroupsNeon<Tr>(w, l, group_begin, group_end, a, n_tokens, y);
 #elif HWY_TARGET == HWY_AVX3
+        const bool prefetch = x86_software_prefetch();
         if (x86_vnni_available()) {
-            PackedGroups<Tr, true>(w, l, group_begin, group_end, a, n_tokens, y);
+            if (prefetch) {
+                PackedGroups<Tr, true, true>(w, l, group_begin, group_end, a, n_tokens, y);
+            } else {
+                PackedGroups<Tr, true, false>(w, l, group_begin, group_end, a, n_tokens, y);
+            }
+        } else if (prefetch) {
+            PackedGroups<Tr, false, true>(w, l, group_begin, group_end, a, n_tokens, y);
         } else {
-            PackedGroups<Tr, false>(w, l, group_begin, group_end, a, n_tokens, y);
+            PackedGroups<Tr, false, false>(w, l, group_begin, group_end, a, n_tokens, y);
         }
 #else
-        if (avx2_software_prefetch()) {
+        if (x86_software_prefetch()) {
             PackedGroupsAvx2<Tr, true>(w, l, group_begin, group_end, a, n_tokens, y);
         } else {
             PackedGroupsAvx2<Tr, false>(w, l, group_begin, group_end, a, n_tokens, y);

@@ -29,8 +29,11 @@ struct BenchRun {
 
 // The measured part of one run:
 //  pp: evaluating n_prompt tokens (in chunks of the engine's batch) after n_depth cached ones;
-//  tg: n_gen forward passes of one token for each of n_parallel sequences, once every sequence
-//      has evaluated its n_depth + n_prompt prompt tokens (at least one) and sampled.
+//  tg (n_prompt 0): n_gen forward passes of one token for each of n_parallel sequences, once
+//      every sequence has evaluated its n_depth prompt tokens (at least one) and sampled;
+//  pp+tg (both given, bench -np): n_parallel sequences submitted together, from the submission
+//      until each has evaluated its n_prompt tokens (after n_depth cached ones) and generated
+//      n_gen: prefill counted, as a server's clients pay for it.
 // tg: after_step(step) is called after each measured step (0 .. n_gen - 1), outside the
 // measured time (bench samples the memory bandwidth there, beside the steps it compares with).
 BenchRun run_bench_test(Engine& engine, const BenchTest& test, std::mt19937& rng,

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "common/fixtures.h"
+#include "kernels/kernel_path.h"
 #include "kernels/matmul_simd.h"
 
 namespace minfer {
@@ -245,6 +246,54 @@ TEST(BenchCommand, RooflineReportsBandwidth) {
     const auto peak = r.out.find("Peak resident memory: ");
     ASSERT_NE(peak, std::string::npos) << r.out;
     EXPECT_LT(std::stod(r.out.substr(peak + 22)), 400.0) << r.out;
+}
+
+// MINFER_SOFTWARE_PREFETCH=0/1 overrides the CPU's rule for the x86 packed kernels' prefetches,
+// and the kernels' name says which is in force (figures from one CPU differ by it).
+TEST(BenchCommand, SoftwarePrefetchFollowsTheEnvironment) {
+    MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-q4_0.gguf");
+    const std::string kernels = kernels_in_use();
+    if (kernels.rfind("AVX2", 0) != 0 && kernels.rfind("AVX3", 0) != 0) {
+        GTEST_SKIP() << "no x86 packed kernels here: " << kernels;
+    }
+    for (const char* choice : {"0", "1"}) {
+        const auto r = run_minfer({"bench", model.string(), "-p", "0", "-n", "2", "-r", "1", "-t",
+                                   "1", "--json", "--no-roofline"},
+                                  "", {{"MINFER_SOFTWARE_PREFETCH", choice}});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_NE(nlohmann::json::parse(r.out)[0]["kernels"].get<std::string>().find(
+                      choice[0] == '1' ? "(software prefetch on)" : "(software prefetch off)"),
+                  std::string::npos)
+            << r.out;
+    }
+}
+
+// --json carries the roofline per decode row: bytes a step, their rate, the bandwidth measured
+// beside the steps and the fraction; not on prompt rows, nor on -np rows with a prompt (their time
+// counts the prefill), nor with --no-roofline.
+TEST(BenchCommand, JsonCarriesTheBandwidthFraction) {
+    MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-q4_0.gguf");
+    const auto r = run_minfer(
+        {"bench", model.string(), "-p", "8", "-n", "8", "-r", "1", "-t", "1", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto doc = nlohmann::json::parse(r.out);
+    ASSERT_EQ(doc.size(), 2u) << r.out;
+    EXPECT_FALSE(doc[0].contains("bandwidth_fraction")) << doc[0];  // pp8
+    const auto& tg = doc[1];
+    ASSERT_TRUE(tg.contains("bandwidth_fraction")) << tg;
+    EXPECT_EQ(tg["decode_bytes_per_step"], 1886352);  // the model's weights, read once a step
+    EXPECT_GT(tg["read_bandwidth_bps"].get<double>(), 1e8);
+    EXPECT_NEAR(tg["bandwidth_fraction"].get<double>(),
+                tg["decode_read_bps"].get<double>() / tg["read_bandwidth_bps"].get<double>(),
+                0.2 * tg["bandwidth_fraction"].get<double>());
+    const auto parallel = run_minfer({"bench", model.string(), "-p", "8", "-n", "4", "-np", "2",
+                                      "-r", "1", "-t", "1", "--json"});
+    ASSERT_EQ(parallel.exit_code, 0) << parallel.err;
+    EXPECT_FALSE(nlohmann::json::parse(parallel.out)[0].contains("bandwidth_fraction"));
+    const auto off = run_minfer({"bench", model.string(), "-p", "0", "-n", "4", "-r", "1", "-t",
+                                 "1", "--json", "--no-roofline"});
+    ASSERT_EQ(off.exit_code, 0) << off.err;
+    EXPECT_FALSE(nlohmann::json::parse(off.out)[0].contains("bandwidth_fraction"));
 }
 
 // The load line: the engine's start with the repacked bytes (or none with --no-repack), and the

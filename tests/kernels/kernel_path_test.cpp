@@ -26,10 +26,10 @@ TEST(SoftwarePrefetch, NotOnZen4AndLater) {
 }
 
 TEST(SoftwarePrefetch, SwitchesAndReturnsToTheCpusChoice) {
-    set_avx2_software_prefetch(!software_prefetch_pays());
-    EXPECT_NE(avx2_software_prefetch(), software_prefetch_pays());
-    set_avx2_software_prefetch(software_prefetch_pays());
-    EXPECT_EQ(avx2_software_prefetch(), software_prefetch_pays());
+    set_x86_software_prefetch(!software_prefetch_pays());
+    EXPECT_NE(x86_software_prefetch(), software_prefetch_pays());
+    set_x86_software_prefetch(software_prefetch_pays());
+    EXPECT_EQ(x86_software_prefetch(), software_prefetch_pays());
 }
 
 TEST(KernelsInUse, NamesTheScalarPathAndTheAvx2PrefetchChoice) {
@@ -38,11 +38,11 @@ TEST(KernelsInUse, NamesTheScalarPathAndTheAvx2PrefetchChoice) {
     EXPECT_EQ(kernels_in_use(), "scalar");
     set_kernel_path(KernelPath::kBest);
     if (kernels_in_use().rfind("AVX2", 0) == 0) {
-        set_avx2_software_prefetch(true);
+        set_x86_software_prefetch(true);
         EXPECT_EQ(kernels_in_use(), "AVX2 (software prefetch on)");
-        set_avx2_software_prefetch(false);
+        set_x86_software_prefetch(false);
         EXPECT_EQ(kernels_in_use(), "AVX2 (software prefetch off)");
-        set_avx2_software_prefetch(software_prefetch_pays());
+        set_x86_software_prefetch(software_prefetch_pays());
     }
 }
 

@@ -63,14 +63,14 @@ struct Path {
     bool extensions;
     MatmulMode mode = MatmulMode::kGemvForOneToken;
     bool packed = false;  // the interleaved weights attached
-    bool avx2_prefetch = software_prefetch_pays();  // the AVX2 packed kernels' prefetches
+    bool x86_prefetch = software_prefetch_pays();  // the x86 packed kernels' prefetches
     ArmExtensions arm_limit = ArmExtensions::kI8mm;   // aarch64: the extensions allowed
     bool arm_sve = true;                               // aarch64: SVE's integer kernels allowed
 };
 
 // Every kernel path of this machine (each once more in the batch-invariant mode with `invariant`,
-// and all of them once more with the interleaved weights with `packed`, AVX2 with both choices
-// of prefetches).
+// and all of them once more with the interleaved weights with `packed`, AVX2 and AVX-512 with
+// both choices of prefetches).
 std::vector<Path> kernel_paths(bool invariant = false, bool packed = false) {
     std::vector<Path> paths = {{"scalar", 0, true}};
     auto add = [&](const std::string& name, int64_t target, bool extensions) {
@@ -108,9 +108,9 @@ std::vector<Path> kernel_paths(bool invariant = false, bool packed = false) {
             p.name += "-packed";
             p.packed = true;
             paths.push_back(p);
-            if (p.hwy_target == HWY_AVX2) {  // the AVX2 packed kernels' other prefetch choice
-                p.avx2_prefetch = !p.avx2_prefetch;
-                p.name += p.avx2_prefetch ? "-prefetch" : "-no-prefetch";
+            if (p.hwy_target == HWY_AVX2 || p.hwy_target == HWY_AVX3) {  // the other prefetch choice
+                p.x86_prefetch = !p.x86_prefetch;
+                p.name += p.x86_prefetch ? "-prefetch" : "-no-prefetch";
                 paths.push_back(p);
             }
         }
@@ -122,7 +122,7 @@ void select_path(const Path& path) {
     set_kernel_path(path.hwy_target == 0 ? KernelPath::kScalar : KernelPath::kBest);
     hwy::SetSupportedTargetsForTest(path.hwy_target);
     set_x86_extensions_enabled(path.extensions);
-    set_avx2_software_prefetch(path.avx2_prefetch);
+    set_x86_software_prefetch(path.x86_prefetch);
     set_arm_extensions_limit(path.arm_limit);
     set_arm_sve_kernels_enabled(path.arm_sve);
 }
@@ -131,7 +131,7 @@ void reset_path() {
     set_kernel_path(KernelPath::kBest);
     hwy::SetSupportedTargetsForTest(0);
     set_x86_extensions_enabled(true);
-    set_avx2_software_prefetch(software_prefetch_pays());
+    set_x86_software_prefetch(software_prefetch_pays());
     set_arm_extensions_limit(ArmExtensions::kI8mm);
     set_arm_sve_kernels_enabled(true);
 }
