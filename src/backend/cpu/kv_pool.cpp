@@ -30,16 +30,19 @@ CpuKvPool::CpuKvPool(const KvCacheSpec& spec) : spec_(spec) {
         } else {
             const std::size_t element = spec_.type == GgmlType::F16 ? 2 : 4;
             l.k_tile_bytes = positions * static_cast<std::size_t>(s.head_dim_k) * element;
-            l.head_bytes =
-                l.k_tile_bytes + positions * static_cast<std::size_t>(s.head_dim_v) * element;
-            l.block_bytes = static_cast<std::size_t>(s.n_head_kv) * l.head_bytes;
+            l.v_tile_bytes = positions * static_cast<std::size_t>(s.head_dim_v) * element;
+            l.block_bytes = static_cast<std::size_t>(s.n_head_kv) * (l.k_tile_bytes + l.v_tile_bytes);
+            l.v_offset = l.offset + static_cast<std::size_t>(s.n_head_kv) * l.k_tile_bytes *
+                                        static_cast<std::size_t>(spec_.n_blocks);
         }
         bytes_ += l.block_bytes * static_cast<std::size_t>(spec_.n_blocks);
         layers_.push_back(l);
     }
     // Not value-initialized: pages are committed when first written, not here. Attention reads
     // only positions that were stored (lanes beyond them in a tile are computed and discarded).
-    storage_ = std::make_unique_for_overwrite<std::byte[]>(bytes_);
+    // In huge pages where the kernel gives them: a long context's tiles are read from all over
+    // the pool, and with 4 KiB pages every 2 KiB tile cost a TLB miss.
+    storage_ = std::make_unique<HugePageMemory>(std::max<std::size_t>(bytes_, 1));
 }
 
 const std::byte* CpuKvPool::k_row(int layer, int64_t slot) const {
@@ -70,7 +73,8 @@ void CpuKvPool::store(int layer, int64_t slot, const float* k, const float* v) {
     const auto block = static_cast<int32_t>(slot / spec_.block_size);
     const int64_t lane = slot % spec_.block_size;
     for (int64_t h = 0; h < s.n_head_kv; ++h) {
-        std::byte* head = head_base(layer, block, h);
+        std::byte* head = k_tile(layer, block, h);
+        std::byte* values = v_tile(layer, block, h);
         const float* kh = k + h * s.head_dim_k;
         const float* vh = v + h * s.head_dim_v;
         if (spec_.type == GgmlType::F16) {
@@ -83,13 +87,12 @@ void CpuKvPool::store(int layer, int64_t slot, const float* k, const float* v) {
                 convert_f32_to_f16(kh + d0, converted, n);
                 for (int64_t d = 0; d < n; ++d) kt[(d0 + d) * spec_.block_size] = converted[d];
             }
-            convert_f32_to_f16(
-                vh, reinterpret_cast<uint16_t*>(head + l.k_tile_bytes) + lane * s.head_dim_v,
-                s.head_dim_v);
+            convert_f32_to_f16(vh, reinterpret_cast<uint16_t*>(values) + lane * s.head_dim_v,
+                               s.head_dim_v);
         } else {
             auto* kt = reinterpret_cast<float*>(head) + lane;
             for (int64_t d = 0; d < s.head_dim_k; ++d) kt[d * spec_.block_size] = kh[d];
-            std::memcpy(reinterpret_cast<float*>(head + l.k_tile_bytes) + lane * s.head_dim_v, vh,
+            std::memcpy(reinterpret_cast<float*>(values) + lane * s.head_dim_v, vh,
                         static_cast<std::size_t>(s.head_dim_v) * sizeof(float));
         }
     }
@@ -100,7 +103,15 @@ void CpuKvPool::copy_block(int32_t from, int32_t to, int64_t n_positions) {
     (void)n_positions;
     for (std::size_t layer = 0; layer < layers_.size(); ++layer) {
         const int il = static_cast<int>(layer);
-        std::memcpy(block_base(il, to), block_base(il, from), layers_[layer].block_bytes);
+        const Layer& l = layers_[layer];
+        if (spec_.type == GgmlType::Q8_0) {
+            std::memcpy(block_base(il, to), block_base(il, from), l.block_bytes);
+            continue;
+        }
+        for (int64_t h = 0; h < l.shape.n_head_kv; ++h) {
+            std::memcpy(k_tile(il, to, h), k_tile(il, from, h), l.k_tile_bytes);
+            std::memcpy(v_tile(il, to, h), v_tile(il, from, h), l.v_tile_bytes);
+        }
     }
 }
 

@@ -3,16 +3,22 @@
 // attention kernel (kernels/attention.h). Memory is reserved at once and committed by the OS as
 // blocks are first written, so a large pool costs only what is used.
 //
-// Layout, per cache layer, then per block (block_size = 16 positions = one K tile):
-//  - f16/f32: per K/V head, the K tile [head_dim_k][16] (dimension-major: element (lane, d) at
-//    [d * 16 + lane]) followed by the V rows [16][head_dim_v].
-//  - q8_0: 16 rows of q8_0 blocks holding every K head of one position, then 16 such rows for V.
+// Layout, per cache layer:
+//  - f16/f32: per K/V head, the K tiles of every block, then per head the V tiles of every block:
+//    a K tile is [head_dim_k][16] (dimension-major: element (lane, d) at [d * 16 + lane]), a V
+//    tile the rows [16][head_dim_v]. A thread attends one head over a sequence's blocks, which are
+//    mostly consecutive: its keys, then its values, are each one run through memory that the
+//    hardware prefetchers follow (with every head's K and V of a block side by side, a thread read
+//    2 KiB of every 8 and the prefetchers lost the stream at each tile).
+//  - q8_0: per block, 16 rows of q8_0 blocks holding every K head of one position, then 16 such
+//    rows for V.
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "core/huge_page_memory.h"
 #include "model/kv_spec.h"
 
 namespace minfer {
@@ -33,11 +39,17 @@ class CpuKvPool {
     void copy_block(int32_t from, int32_t to, int64_t n_positions);
 
     // f16/f32 caches.
-    const std::byte* k_tile(int layer, int32_t block, int64_t kv_head) const {
-        return head_base(layer, block, kv_head);
+    std::byte* k_tile(int layer, int32_t block, int64_t kv_head) const {
+        const Layer& l = layers_[static_cast<std::size_t>(layer)];
+        return storage_->data() + l.offset +
+               (static_cast<std::size_t>(kv_head) * n_blocks() + static_cast<std::size_t>(block)) *
+                   l.k_tile_bytes;
     }
-    const std::byte* v_tile(int layer, int32_t block, int64_t kv_head) const {
-        return head_base(layer, block, kv_head) + layers_[static_cast<std::size_t>(layer)].k_tile_bytes;
+    std::byte* v_tile(int layer, int32_t block, int64_t kv_head) const {
+        const Layer& l = layers_[static_cast<std::size_t>(layer)];
+        return storage_->data() + l.v_offset +
+               (static_cast<std::size_t>(kv_head) * n_blocks() + static_cast<std::size_t>(block)) *
+                   l.v_tile_bytes;
     }
     // q8_0 caches: every head of the position at `slot`.
     const std::byte* k_row(int layer, int64_t slot) const;
@@ -45,25 +57,24 @@ class CpuKvPool {
 
   private:
     struct Layer {
-        std::size_t offset;       // of block 0
-        std::size_t block_bytes;  // one block of this layer
-        std::size_t k_tile_bytes, head_bytes;  // f16/f32
-        std::size_t k_row_bytes, v_row_bytes;  // q8_0
+        std::size_t offset;                      // the layer's first byte (f16/f32: its K tiles)
+        std::size_t v_offset;                    // f16/f32: its V tiles
+        std::size_t block_bytes;                 // one block of this layer, every head
+        std::size_t k_tile_bytes, v_tile_bytes;  // f16/f32
+        std::size_t k_row_bytes, v_row_bytes;    // q8_0
         KvLayerShape shape;
     };
+    std::size_t n_blocks() const { return static_cast<std::size_t>(spec_.n_blocks); }
+    // q8_0: a block's rows.
     std::byte* block_base(int layer, int32_t block) const {
         const Layer& l = layers_[static_cast<std::size_t>(layer)];
-        return storage_.get() + l.offset + static_cast<std::size_t>(block) * l.block_bytes;
-    }
-    std::byte* head_base(int layer, int32_t block, int64_t kv_head) const {
-        return block_base(layer, block) +
-               static_cast<std::size_t>(kv_head) * layers_[static_cast<std::size_t>(layer)].head_bytes;
+        return storage_->data() + l.offset + static_cast<std::size_t>(block) * l.block_bytes;
     }
 
     KvCacheSpec spec_;
     std::vector<Layer> layers_;
     std::size_t bytes_ = 0;
-    std::unique_ptr<std::byte[]> storage_;
+    std::unique_ptr<HugePageMemory> storage_;
 };
 
 }  // namespace minfer
