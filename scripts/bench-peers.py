@@ -19,6 +19,9 @@ fastest on CPUs). The peers come from ../shared/tools/build-peers.sh (default /t
   scripts/bench-peers.py --models a.gguf,b.gguf --rounds 3 -p 128 -n 32
   scripts/bench-peers.py --ratio='-np 16 -p 0 -n 64 | -np 1 -p 0 -n 64' --models m.gguf
                         # minfer against itself: the ratio of two bench settings, alternated
+  scripts/bench-peers.py --servers --models m.gguf -p 128 -n 128 --rounds 3
+                        # the servers at 16 streamed clients (minfer bench-serve), and minfer
+                        # bench -np 16 with the same lengths
 
 The models are quantized by llama.cpp's llama-quantize (the same files for every engine) from the
 F16 models scripts/make-bench-models.sh writes, into build/bench-models/by-llama-quantize/, once.
@@ -29,9 +32,12 @@ import argparse
 import json
 import os
 import statistics
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MINFER = os.path.join(ROOT, "build/release/minfer")
@@ -228,6 +234,108 @@ def ratio_mode(opts, models):
     return out
 
 
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(cmd, port):
+    """Starts a server and waits until /health answers 200 (llama-server says 503 while loading)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode} while starting")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError(f"{' '.join(cmd)} did not answer /health within 300 s")
+
+
+def server_mode(opts, models):
+    """minfer serve beside llama-server (-fa) and ik_llama.cpp's (-rtr -fa on), 16 slots each, one
+    bench-serve row at --clients concurrent streamed requests, and minfer bench -np with the same
+    lengths (its time counts the prefill too), alternated round by round."""
+    clients, p, n = opts.clients, opts.p, opts.n
+    ctx = 2 * p + n + 64  # a slot's context: the prompt (about p tokens of random words), the answer
+    llama = os.path.join(opts.peers, "llama.cpp/build/bin/llama-server")
+    ik = os.path.join(opts.peers, "ik_llama.cpp/build/bin/llama-server")
+    out = []
+    for label, path in models:
+        servers = [("minfer serve", lambda port: [MINFER, "serve", path, "--port", str(port), "-np", str(clients),
+                                                  "--ctx", str(ctx), "-t", str(opts.threads), "--no-access-log"])]
+        if os.access(llama, os.X_OK):
+            servers.append(("llama-server -fa", lambda port: [llama, "-m", path, "--port", str(port), "-np", str(clients),
+                                                              "-c", str(clients * ctx), "-t", str(opts.threads), "-fa"]))
+        if os.access(ik, os.X_OK):
+            servers.append(("ik_llama.cpp server -rtr -fa on",
+                            lambda port: [ik, "-m", path, "--port", str(port), "-np", str(clients), "-c",
+                                          str(clients * ctx), "-t", str(opts.threads), "-rtr", "-fa", "on"]))
+        names = [name for name, _ in servers] + ["minfer bench"]
+        runs = []
+        for rnd in range(opts.rounds):
+            order = names[rnd % len(names):] + names[:rnd % len(names)]
+            for name in order:
+                if name == "minfer bench":
+                    rows = minfer_run(path, ["-np", str(clients), "-p", str(p), "-n", str(n)], opts.threads)
+                    run = {"round": rnd, "engine": name, "tokens_per_second": rows[-1]["avg_ts"]}
+                else:
+                    port = free_port()
+                    proc = start_server(dict(servers)[name](port), port)
+                    try:
+                        row = run_json([MINFER, "bench-serve", f"http://127.0.0.1:{port}", "--concurrency",
+                                        str(clients), "--requests", str(2 * clients), "--prompt-tokens", str(p),
+                                        "--gen-tokens", str(n), "--json"])[0]
+                    finally:
+                        proc.terminate()
+                        proc.wait(timeout=60)
+                    if row["failed"]:  # reported, and the round is left out of the ratios
+                        log(f"round {rnd + 1}/{opts.rounds} {label}: {name}: {row['failed']} of "
+                            f"{row['requests']} requests failed")
+                        runs.append({"round": rnd, "engine": name, "failed": row["failed"]})
+                        continue
+                    run = {"round": rnd, "engine": name, "tokens_per_second": row["tokens_per_second"],
+                           "ttft_p50_s": row["ttft_p50_s"]}
+                runs.append(run)
+                log(f"round {rnd + 1}/{opts.rounds} {label:<20} {name:<32} {run['tokens_per_second']:7.1f} t/s"
+                    + (f"  TTFT p50 {run['ttft_p50_s']:.2f} s" if "ttft_p50_s" in run else ""))
+        peers_, ratios, of_bench, ttft_ratios = [n_ for n_ in names if n_ not in ("minfer serve", "minfer bench")], [], [], []
+        for rnd in range(opts.rounds):
+            this = {r["engine"]: r for r in runs if r["round"] == rnd}
+            if any("failed" in r for r in this.values()):
+                continue
+            best = max(peers_, key=lambda k: this[k]["tokens_per_second"]) if peers_ else None
+            if best:
+                ratios.append(this["minfer serve"]["tokens_per_second"] / this[best]["tokens_per_second"])
+                fastest_ttft = min(this[k]["ttft_p50_s"] for k in peers_)
+                ttft_ratios.append(this["minfer serve"]["ttft_p50_s"] / fastest_ttft)
+            of_bench.append(this["minfer serve"]["tokens_per_second"] / this["minfer bench"]["tokens_per_second"])
+        row = {"model": label, "runs": runs, "ratio_to_best_peer": summarize(ratios),
+               "ratio_to_bench": summarize(of_bench), "ttft_ratio_to_best_peer": summarize(ttft_ratios),
+               "failed_runs": [r for r in runs if "failed" in r],
+               "engines": {k: {"tokens_per_second": summarize([r["tokens_per_second"] for r in runs
+                                                                if r["engine"] == k and "failed" not in r]),
+                               "ttft_p50_s": summarize([r["ttft_p50_s"] for r in runs if r["engine"] == k and "ttft_p50_s" in r])}
+                           for k in names}}
+        out.append(row)
+        print(f"\n{label}: {clients} clients, prompts of about {p} tokens, {n} generated, {opts.rounds} rounds\n")
+        print("| | aggregate tokens/s | TTFT p50 |")
+        print("| --- | ---: | ---: |")
+        for k in names:
+            e = row["engines"][k]
+            print(f"| {k} | {fmt_range(e['tokens_per_second'])} | {fmt_range(e['ttft_p50_s'], 2)} |")
+        print(f"\nminfer serve / best peer server: {fmt_range(row['ratio_to_best_peer'], 2)}; "
+              f"TTFT p50 / best peer's: {fmt_range(row['ttft_ratio_to_best_peer'], 2)}; "
+              f"minfer serve / minfer bench -np {clients} -p {p} -n {n}: {fmt_range(row['ratio_to_bench'], 2)}")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", help="comma-separated GGUF files (default: the table's, by llama-quantize)")
@@ -240,6 +348,10 @@ def main():
     ap.add_argument("--ratio", metavar="'ARGS_A | ARGS_B'",
                     help="minfer bench arguments of two settings, split by |: report A's t/s over "
                          "B's (write --ratio='...': the arguments start with a dash)")
+    ap.add_argument("--servers", action="store_true",
+                    help="compare the servers instead: minfer serve, llama-server -fa, ik_llama.cpp's "
+                         "-rtr -fa on, at --clients streamed clients (-p, -n: their lengths)")
+    ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--json", help="write every run and the summary to this file")
     opts = ap.parse_args()
     if opts.rounds < 1:
@@ -263,6 +375,8 @@ def main():
     cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
     if opts.ratio:
         result = {"ratio": ratio_mode(opts, models)}
+    elif opts.servers:
+        result = {"servers": server_mode(opts, models)}
     else:
         configs = peer_configs(opts.peers)
         if not configs:
