@@ -417,7 +417,9 @@ void add_bench_command(CLI::App& app) {
         "Interleaved copies of the weights for the CPU kernels (default; see run --help)");
     auto* json = cmd->add_flag("--json", o->json, "Print a JSON array (llama-bench's fields)");
     cmd->add_flag("--csv", o->csv, "Print CSV (llama-bench's fields)")->excludes(json);
-    cmd->add_flag("--no-roofline", o->no_roofline, "Skip the memory-bandwidth measurement (the roofline, and --json's bandwidth fields)");
+    cmd->add_flag("--no-roofline", o->no_roofline,
+                  "Skip the memory-bandwidth measurement (the roofline, and --json's bandwidth "
+                  "fields)");
     cmd->callback([o] {
         const auto prompts = parse_int_list(o->n_prompt, "--n-prompt", 0);
         const auto gens = parse_int_list(o->n_gen, "--n-gen", 0);

@@ -28,9 +28,11 @@ using DH = hn::Rebind<hwy::float16_t, DF>;
 using VF = hn::Vec<DF>;
 constexpr int64_t kTile = kAttentionKeyTile;
 
-// The paged cache's tiles lie anywhere in its pool, each 1-4 KiB: the hardware prefetchers lose
-// their stream at every tile, and a long context's keys and values then arrive one miss at a
-// time. So each tile asks for the lines of the one kPrefetchTiles ahead.
+// The paged cache's tiles (1-4 KiB each) of one head follow each other in the CPU backend's pool
+// where a sequence's blocks do (backend/cpu/kv_pool.h), but blocks may lie anywhere, and the
+// hardware prefetchers alone left a long context's reads waiting: each tile asks for the lines of
+// the one kPrefetchTiles ahead (Qwen2 0.5B at depth 4096, 2 vCPUs of an Intel Xeon: the attention
+// op 222-239 us a layer without, 168-175 with; 2, 6 and 12 tiles ahead measured alike).
 constexpr int64_t kPrefetchTiles = 12;
 
 void PrefetchTile(const void* tile, int64_t bytes) {
@@ -112,7 +114,9 @@ void WeighValues(const float* p, int64_t p_stride, int64_t n_keys, const void* c
                         : nullptr;
         }
         if (ahead != nullptr) {  // that tile's row of the same key: a line or two at a time
-            for (int64_t at = 0; at < row_bytes; at += 64) hwy::Prefetch(ahead + lane * row_bytes + at);
+            for (int64_t at = 0; at < row_bytes; at += 64) {
+                hwy::Prefetch(ahead + lane * row_bytes + at);
+            }
         }
         VF row[DC];
         for (int c = 0; c < DC; ++c) row[c] = LoadCache(v, lane * dv + c * lanes, kF16);

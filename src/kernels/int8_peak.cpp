@@ -54,8 +54,7 @@ __attribute__((target("avx2"))) double avx2_burst(int64_t iterations, int seed) 
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i a0 = _mm256_set1_epi32(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
             a7 = a0, a8 = a0, a9 = a0;
-#define MINFER_STEP(a) \
-    a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones));
+#define MINFER_STEP(a) a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), ones));
     for (int64_t i = 0; i < iterations; ++i) {
         MINFER_TEN_CHAINS(MINFER_STEP)
         __asm__ volatile("" : "+x"(a0), "+x"(a5));
@@ -83,9 +82,9 @@ double sdot_burst(int64_t iterations, int seed) {
         __asm__ volatile("" : "+w"(a0), "+w"(a5));
     }
 #undef MINFER_STEP
-    const int32x4_t sum = vaddq_s32(vaddq_s32(vaddq_s32(a0, a1), vaddq_s32(a2, a3)),
-                                    vaddq_s32(vaddq_s32(vaddq_s32(a4, a5), vaddq_s32(a6, a7)),
-                                              vaddq_s32(a8, a9)));
+    const int32x4_t sum =
+        vaddq_s32(vaddq_s32(vaddq_s32(a0, a1), vaddq_s32(a2, a3)),
+                  vaddq_s32(vaddq_s32(vaddq_s32(a4, a5), vaddq_s32(a6, a7)), vaddq_s32(a8, a9)));
     volatile int sink = vaddvq_s32(sum);
     (void)sink;
     return static_cast<double>(iterations) * 10.0 * 32.0;

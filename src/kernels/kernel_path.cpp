@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -187,7 +189,8 @@ bool x86_software_prefetch() {
     // MINFER_SOFTWARE_PREFETCH=0 or 1 overrides the rule, for measuring a CPU it does not know.
     static const int from_environment = [] {
         const char* v = std::getenv("MINFER_SOFTWARE_PREFETCH");
-        return v == nullptr ? -1 : std::string_view(v) == "1" ? 1 : std::string_view(v) == "0" ? 0 : -1;
+        if (v == nullptr) return -1;
+        return std::string_view(v) == "1" ? 1 : std::string_view(v) == "0" ? 0 : -1;
     }();
     return from_environment < 0 ? software_prefetch_pays() : from_environment == 1;
 }

@@ -234,7 +234,9 @@ void PackedGroups(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int6
             PackedTile<Tr, 2, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
             t += 2;
         }
-        if (t < n_tokens) PackedTile<Tr, 1, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
+        if (t < n_tokens) {
+            PackedTile<Tr, 1, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
+        }
     });
 }
 

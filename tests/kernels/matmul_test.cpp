@@ -108,7 +108,8 @@ std::vector<Path> kernel_paths(bool invariant = false, bool packed = false) {
             p.name += "-packed";
             p.packed = true;
             paths.push_back(p);
-            if (p.hwy_target == HWY_AVX2 || p.hwy_target == HWY_AVX3) {  // the other prefetch choice
+            // The x86 packed kernels' other prefetch choice.
+            if (p.hwy_target == HWY_AVX2 || p.hwy_target == HWY_AVX3) {
                 p.x86_prefetch = !p.x86_prefetch;
                 p.name += p.x86_prefetch ? "-prefetch" : "-no-prefetch";
                 paths.push_back(p);

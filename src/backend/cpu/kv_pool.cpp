@@ -31,7 +31,8 @@ CpuKvPool::CpuKvPool(const KvCacheSpec& spec) : spec_(spec) {
             const std::size_t element = spec_.type == GgmlType::F16 ? 2 : 4;
             l.k_tile_bytes = positions * static_cast<std::size_t>(s.head_dim_k) * element;
             l.v_tile_bytes = positions * static_cast<std::size_t>(s.head_dim_v) * element;
-            l.block_bytes = static_cast<std::size_t>(s.n_head_kv) * (l.k_tile_bytes + l.v_tile_bytes);
+            l.block_bytes =
+                static_cast<std::size_t>(s.n_head_kv) * (l.k_tile_bytes + l.v_tile_bytes);
             l.v_offset = l.offset + static_cast<std::size_t>(s.n_head_kv) * l.k_tile_bytes *
                                         static_cast<std::size_t>(spec_.n_blocks);
         }
