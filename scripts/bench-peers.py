@@ -35,6 +35,7 @@ import statistics
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -242,7 +243,9 @@ def free_port():
 
 def start_server(cmd, port):
     """Starts a server and waits until /health answers 200 (llama-server says 503 while loading)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # In the temporary directory: ik_llama.cpp's server writes llama.log where it starts.
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=tempfile.gettempdir())
     deadline = time.time() + 300
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -268,6 +271,7 @@ def server_mode(opts, models):
     ik = os.path.join(opts.peers, "ik_llama.cpp/build/bin/llama-server")
     out = []
     for label, path in models:
+        path = os.path.abspath(path)  # the servers start in the temporary directory
         servers = [("minfer serve", lambda port: [MINFER, "serve", path, "--port", str(port), "-np", str(clients),
                                                   "--ctx", str(ctx), "-t", str(opts.threads), "--no-access-log"])]
         if os.access(llama, os.X_OK):
