@@ -5,8 +5,9 @@
 // is still read once, front to back.
 //
 // The traits mirror packed_x86_avx2-inl.h's, per quarter:
-//   Head Decode(a, b, q): the block's scales for rows 4q .. 4q + 3 (d as f32; with kMin -dmin and
-//     the mins in int16 pairs, low half the even sub-block);
+//   Head Decode(a, b, q): the block's scales for rows 4q .. 4q + 3 (d as f32; with kMin the
+//     panels' min_scale (Q4_1's and Q5_1's m, the K-quants' -dmin) and the K-quants' mins in int16
+//     pairs, low half the even sub-block);
 //   Scale(head, a, q, s): sub-block s's integer scales (types with sub-blocks);
 //   ForEachSub(a, head, q, f): calls f(s, v) for every sub-block s, v[kSub / 4] its codes
 //     (value + kOffset, unsigned).
@@ -145,6 +146,34 @@ struct Q5_0 : Block32 {
     }
 };
 
+// Q4_1 and Q5_1: word 0 d | m (as the file's block starts), then Q4_0's or Q5_0's units; the
+// codes are the values themselves (value = d * code + m).
+struct Block32Min {
+    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 0;
+    static constexpr bool kMin = true;
+    struct Head {
+        float32x4_t d, min_scale;
+    };
+    static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t*, int q) {
+        const uint8x16_t dm = Word(a, 0, q);
+        return {HalfToFloat(dm, false), HalfToFloat(dm, true)};
+    }
+};
+
+struct Q4_1 : Block32Min {
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int q, F&& f) {
+        Q4_0::ForEachSub(a + 64, Q4_0::Head{}, q, f);
+    }
+};
+
+struct Q5_1 : Block32Min {
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int q, F&& f) {
+        Q5_0::ForEachSub(a + 64, Q5_0::Head{}, q, f);
+    }
+};
+
 // Q8_0: words 0-7 are the codes already (value + 128, stored so at load).
 struct Q8_0 : Block32 {
     static constexpr int kOffset = 128;
@@ -159,7 +188,7 @@ struct Q8_0 : Block32 {
 // Q4_K and Q5_K: word 0 d | dmin, words 1-3 the 12 bytes of 6-bit scales and mins (byte j of
 // words 1, 2, 3: the block's scales[j], [4 + j], [8 + j]; quant/k_scales.h).
 struct KHead {
-    float32x4_t d, neg_dmin;
+    float32x4_t d, min_scale;
     int32x4_t scale[8], mins[4];  // mins[j]: min 2j | min 2j + 1 << 16
 };
 
@@ -168,7 +197,7 @@ HWY_INLINE KHead DecodeK4Head(const uint8_t* a, int q) {
     const uint8x16_t s2 = Word(a, 3, q);
     KHead head;
     head.d = HalfToFloat(dm, false);
-    head.neg_dmin = vnegq_f32(HalfToFloat(dm, true));  // -dmin, as the portable panels
+    head.min_scale = vnegq_f32(HalfToFloat(dm, true));  // -dmin, as the portable panels
     const uint8x16_t low6 = vdupq_n_u8(0x3F), bits45 = vdupq_n_u8(0x30);
     // Scale and min j < 4 in the low 6 bits of byte j of s0 and s1; j + 4 in the nibbles of s2
     // under the top 2 bits of s0's and s1's byte j (at bits 4-5).

@@ -1,5 +1,5 @@
 // The interleaved weight layout (packed_layout.h), built once at load: a word-by-word
-// transposition of 16 rows, the fifth bits of Q5_0 and Q5_K as bit planes, Q6_K's 6-bit codes
+// transposition of 16 rows, the fifth bits of Q5_0, Q5_1 and Q5_K as bit planes, Q6_K's 6-bit codes
 // four to three bytes.
 
 #include "kernels/packed_layout.h"
@@ -42,10 +42,11 @@ void put_plane(int r, uint8_t* dst, FifthBit fifth_bit) {
     }
 }
 
-// Q5_0: bit c of qh (bytes 2-5) is the fifth bit of value c.
-void pack_q5_0(const uint8_t* block, int r, uint8_t* a) {
-    put_words(block, r, 6, 4, a);
-    const uint32_t qh = load32(block + 2);
+// Q5_0 and Q5_1: the 4 words of qs, then a plane of qh, whose bit c is the fifth bit of value c
+// (Q5_0: qh at bytes 2-5, qs at 6; Q5_1: 4-7 and 8).
+void pack_q5(const uint8_t* block, int qh_offset, int r, uint8_t* a) {
+    put_words(block, r, qh_offset + 4, 4, a);
+    const uint32_t qh = load32(block + qh_offset);
     put_plane(r, a + 4 * 64, [qh](int column) { return qh >> column; });
 }
 
@@ -104,8 +105,14 @@ bool type_layout(GgmlType type, TypeLayout& t) {
         case GgmlType::IQ4_NL:
             t = {64 * 4, 0};
             return true;
+        case GgmlType::Q4_1:
+            t = {64 * 5, -1};
+            return true;
         case GgmlType::Q5_0:
             t = {64 * 5, 0};
+            return true;
+        case GgmlType::Q5_1:
+            t = {64 * 6, -1};
             return true;
         case GgmlType::Q8_0:
             t = {64 * 8, 0};
@@ -161,8 +168,13 @@ void pack_block(GgmlType type, const uint8_t* block, int r, uint8_t* a) {
             return put_words(block, r, 2, 4, a);
         case GgmlType::Q8_0:
             return put_words(block, r, 2, 8, a, 0x80808080u);
+        case GgmlType::Q4_1:  // d | m, then qs
+            return put_words(block, r, 0, 5, a);
         case GgmlType::Q5_0:
-            return pack_q5_0(block, r, a);
+            return pack_q5(block, 2, r, a);
+        case GgmlType::Q5_1:  // d | m, then Q5_0's units
+            put_words(block, r, 0, 1, a);
+            return pack_q5(block, 4, r, a + 64);
         case GgmlType::Q4_K:
             return put_words(block, r, 0, 36, a);
         case GgmlType::Q5_K:

@@ -26,7 +26,7 @@
 //       16 rows: row r's copy at 4r. Quant nibbles stay as they are (byte k of a word holds
 //       columns k and k + 16 of a 32-value block, or of a pair of K-quant sub-blocks); Q8_0's
 //       bytes are stored XOR 0x80 (value + 128, the unsigned operand of vpdpbusd).
-//     bit planes (Q5_0, Q5_K): the fifth bits of 32 values (8 column groups) in one unit, laid
+//     bit planes (Q5_0, Q5_1, Q5_K): the fifth bits of 32 values (8 column groups) in one unit, laid
 //       out as the codes they complete: byte 4r + c holds in bit g the fifth bit of row r's
 //       column c of column group g. The AVX-512 kernels turn bit g into a byte mask (one
 //       vptestmb) and add 16 under it; the AVX2 ones shift bit g to bit 4 (one 16-bit shift and
@@ -46,6 +46,8 @@
 //   IQ4_NL  18 B: 4 words of qs;                                                   d
 //   Q8_0    34 B: 8 words of qs ^ 0x80 (column group g = word g);                   d
 //   Q5_0    22 B: 4 words of qs, 1 plane (fifth bits; bit g: column group g);        d
+//   Q4_1    20 B: 1 word d|m, 4 words of qs;                                       -
+//   Q5_1    24 B: 1 word d|m, 4 words of qs, 1 plane (as Q5_0's);                  -
 //   Q4_K   144 B: 4 words (d|dmin, 12 bytes of scales), 32 words of qs;            -
 //   Q5_K   176 B: 4 words (d|dmin, scales), then per pair of sub-blocks 2q, 2q + 1: 2 planes
 //                 (fifth bits of sub-block 2q, then 2q + 1; bit j: column group j), 8 words of
@@ -163,8 +165,8 @@ struct PackedLayout {
     std::size_t bytes() const { return static_cast<std::size_t>(n_groups * group_bytes); }
 };
 
-// True for the types with an interleaved layout (Q4_0, Q5_0, Q8_0, IQ4_NL, Q4_K, Q5_K, Q6_K,
-// IQ4_XS, F32, F16, BF16).
+// True for the types with an interleaved layout (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, Q4_K,
+// Q5_K, Q6_K, IQ4_XS, F32, F16, BF16).
 bool has_packed_layout(GgmlType type);
 
 // The layout of an n_cols x n_rows matrix of `type` (UnsupportedError without one).

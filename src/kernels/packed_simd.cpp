@@ -121,7 +121,10 @@ HWY_INLINE void PackedBlocks(const PackedChunk& g, const IntActivations& a, cons
     const int8_t* act = a.q_tile(run.tile) + run.slot * 4;
     const int32_t* corr = a.corr + a.sub_tile(run.tile) + run.slot;
     const float* da = a.d + a.block_tile(run.tile) + run.slot;
-    const int32_t* bsum = Tr::kMin ? a.bsum + a.pair_tile(run.tile) + run.slot : nullptr;
+    const int32_t* bsum =
+        Tr::kMin && Tr::kSubs > 1 ? a.bsum + a.pair_tile(run.tile) + run.slot : nullptr;
+    const float* sum =
+        Tr::kMin && Tr::kSubs == 1 ? a.sum + a.block_tile(run.tile) + run.slot : nullptr;
     for (int64_t local = 0; local < g.n_blocks; ++local) {
         const int64_t b = g.b0 + local;  // of the row: the activations' block
         const uint8_t* pa = g.codes(local);
@@ -172,6 +175,12 @@ HWY_INLINE void PackedBlocks(const PackedChunk& g, const IntActivations& a, cons
                 const __m512 sd = _mm512_mul_ps(h.d, _mm512_set1_ps(da[b * W + t]));
                 acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), sd, acc[t]);
             }
+            if constexpr (Tr::kMin) {  // Q4_1, Q5_1: + m * s_a
+#pragma GCC unroll 8
+                for (int t = 0; t < T; ++t) {
+                    acc[t] = _mm512_fmadd_ps(h.min_scale, _mm512_set1_ps(sum[b * W + t]), acc[t]);
+                }
+            }
         } else {
 #pragma GCC unroll 8
             for (int t = 0; t < T; ++t) {
@@ -180,7 +189,7 @@ HWY_INLINE void PackedBlocks(const PackedChunk& g, const IntActivations& a, cons
                     msum = Dpwssd<kVnni>(msum, h.mins[j], bsum + (b * (Tr::kSubs / 2) + j) * W + t);
                 }
                 const __m512 block =
-                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), h.neg_dmin,
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), h.min_scale,
                                     _mm512_mul_ps(_mm512_cvtepi32_ps(isum[t]), h.d));
                 acc[t] = _mm512_fmadd_ps(block, _mm512_set1_ps(da[b * W + t]), acc[t]);
             }
@@ -263,9 +272,11 @@ void FillPanel(const PackedChunk& g, const IntPanel& panel) {
         });
         _mm512_store_ps(p.d + b * kPanelRows, h.d);
         if constexpr (Tr::kMin) {
-            _mm512_store_ps(p.min_scale + b * kPanelRows, h.neg_dmin);
-            for (int j = 0; j < Tr::kSubs / 2; ++j) {
-                _mm512_store_si512(p.mins + (b * (Tr::kSubs / 2) + j) * kPanelRows, h.mins[j]);
+            _mm512_store_ps(p.min_scale + b * kPanelRows, h.min_scale);
+            if constexpr (Tr::kSubs > 1) {  // the K-quants' mins
+                for (int j = 0; j < Tr::kSubs / 2; ++j) {
+                    _mm512_store_si512(p.mins + (b * (Tr::kSubs / 2) + j) * kPanelRows, h.mins[j]);
+                }
             }
         }
     }
@@ -397,7 +408,7 @@ HWY_INLINE __m256 KMinBlockAvx2(const packed::KHead& head, __m256i isum, const i
         msum = _mm256_add_epi32(
             msum, _mm256_madd_epi16(head.mins[j], _mm256_set1_epi32(bsum[j * stride])));
     }
-    const __m256 block = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), head.neg_dmin,
+    const __m256 block = _mm256_fmadd_ps(_mm256_cvtepi32_ps(msum), head.min_scale,
                                          _mm256_mul_ps(_mm256_cvtepi32_ps(isum), head.d));
     return _mm256_fmadd_ps(block, _mm256_set1_ps(da), acc);
 }
@@ -580,7 +591,8 @@ HWY_INLINE void PackedBlocksAvx2(const PackedChunk& g, const IntActivations& a, 
     const int8_t* act = a.q_tile(tile) + slot * 4;
     const int32_t* corr = a.corr + a.sub_tile(tile) + slot;
     const float* da = a.d + a.block_tile(tile) + slot;
-    const int32_t* bsum = Tr::kMin ? a.bsum + a.pair_tile(tile) + slot : nullptr;
+    const int32_t* bsum = Tr::kMin && Tr::kSubs > 1 ? a.bsum + a.pair_tile(tile) + slot : nullptr;
+    const float* sum = Tr::kMin && Tr::kSubs == 1 ? a.sum + a.block_tile(tile) + slot : nullptr;
     for (int64_t local = 0; local < g.n_blocks; ++local) {
         const int64_t b = g.b0 + local;  // of the row: the activations' block
         const uint8_t* pa = g.codes(local);
@@ -631,6 +643,12 @@ HWY_INLINE void PackedBlocksAvx2(const PackedChunk& g, const IntActivations& a, 
                 for (int t = 0; t < T; ++t) {
                     const __m256 sd = _mm256_mul_ps(head.d, _mm256_set1_ps(da[b * W + t]));
                     acc[i][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), sd, acc[i][t]);
+                }
+                if constexpr (Tr::kMin) {  // Q4_1, Q5_1: + m * s_a
+                    for (int t = 0; t < T; ++t) {
+                        acc[i][t] = _mm256_fmadd_ps(head.min_scale, _mm256_set1_ps(sum[b * W + t]),
+                                                    acc[i][t]);
+                    }
                 }
             } else {
                 for (int t = 0; t < T; ++t) {
@@ -718,9 +736,12 @@ void FillPanelAvx2(const PackedChunk& g, const IntPanel& panel) {
             });
             _mm256_store_ps(p.d + b * kPanelRows + 8 * h, head.d);
             if constexpr (Tr::kMin) {
-                _mm256_store_ps(p.min_scale + b * kPanelRows + 8 * h, head.neg_dmin);
-                for (int j = 0; j < Tr::kSubs / 2; ++j) {
-                    store(p.mins + (b * (Tr::kSubs / 2) + j) * kPanelRows + 8 * h, head.mins[j]);
+                _mm256_store_ps(p.min_scale + b * kPanelRows + 8 * h, head.min_scale);
+                if constexpr (Tr::kSubs > 1) {  // the K-quants' mins
+                    for (int j = 0; j < Tr::kSubs / 2; ++j) {
+                        store(p.mins + (b * (Tr::kSubs / 2) + j) * kPanelRows + 8 * h,
+                              head.mins[j]);
+                    }
                 }
             }
         }
@@ -763,10 +784,12 @@ void FillPanelNeon(const PackedChunk& g, int64_t local0, int64_t nb, const IntPa
             });
             vst1q_f32(p.d + b * kPanelRows + 4 * q, head.d);
             if constexpr (Tr::kMin) {
-                vst1q_f32(p.min_scale + b * kPanelRows + 4 * q, head.neg_dmin);
-                for (int j = 0; j < Tr::kSubs / 2; ++j) {
-                    vst1q_s32(p.mins + (b * (Tr::kSubs / 2) + j) * kPanelRows + 4 * q,
-                              head.mins[j]);
+                vst1q_f32(p.min_scale + b * kPanelRows + 4 * q, head.min_scale);
+                if constexpr (Tr::kSubs > 1) {  // the K-quants' mins
+                    for (int j = 0; j < Tr::kSubs / 2; ++j) {
+                        vst1q_s32(p.mins + (b * (Tr::kSubs / 2) + j) * kPanelRows + 4 * q,
+                                  head.mins[j]);
+                    }
                 }
             }
         }
@@ -802,8 +825,12 @@ bool WithTraits(GgmlType type, F&& f) {
     switch (type) {
         case GgmlType::Q4_0:
             return f(packed::Q4_0{}), true;
+        case GgmlType::Q4_1:
+            return f(packed::Q4_1{}), true;
         case GgmlType::Q5_0:
             return f(packed::Q5_0{}), true;
+        case GgmlType::Q5_1:
+            return f(packed::Q5_1{}), true;
         case GgmlType::Q8_0:
             return f(packed::Q8_0{}), true;
         case GgmlType::IQ4_NL:

@@ -4,8 +4,9 @@
 // Intel's client cores) without a layout of its own: each unit is still read once, front to back.
 //
 // The traits mirror packed_x86_avx3-inl.h's, per half:
-//   Head Decode(a, b, h): the block's scales for rows 8h .. 8h + 7 (d as f32, neg_dmin with kMin,
-//     mins in int16 pairs: low half the even sub-block; what else the type's Scale needs);
+//   Head Decode(a, b, h): the block's scales for rows 8h .. 8h + 7 (d as f32, min_scale with kMin:
+//     Q4_1's and Q5_1's m, the K-quants' -dmin; mins in int16 pairs: low half the even sub-block;
+//     what else the type's Scale needs);
 //   Scale(head, a, h, s): sub-block s's integer scales (types with sub-blocks; Q6_K reads them
 //     from its words, the others from the head);
 //   ForEachSub(a, head, h, f): calls f(s, v) for every sub-block s, v[kSub / 4] its codes
@@ -177,6 +178,36 @@ struct Q5_0 : Block32 {
     }
 };
 
+// Q4_1 and Q5_1: word 0 d | m (as the file's block starts), then Q4_0's or Q5_0's units; the
+// codes are the values themselves (value = d * code + m).
+struct Block32Min {
+    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 0;
+    static constexpr bool kMin = true;
+    struct Head {
+        __m256 d, min_scale;
+    };
+    static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t*, int h) {
+        const __m256i dm = Word(a, 0, h);
+        return {HalfToFloat(dm, false), HalfToFloat(dm, true)};
+    }
+};
+
+struct Q4_1 : Block32Min {
+    static constexpr int kMaxCode = 15, kBlockBytes = 5 * 64;
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
+        Q4_0::ForEachSub(a + 64, Q4_0::Head{}, h, f);
+    }
+};
+
+struct Q5_1 : Block32Min {
+    static constexpr int kMaxCode = 31, kBlockBytes = 6 * 64;
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, int h, F&& f) {
+        Q5_0::ForEachSub(a + 64, Q5_0::Head{}, h, f);
+    }
+};
+
 // Q8_0: words 0-7 are the codes already (value + 128, stored so at load).
 struct Q8_0 : Block32 {
     static constexpr int kOffset = 128, kMaxCode = 255, kBlockBytes = 8 * 64 + 32;
@@ -192,7 +223,7 @@ struct Q8_0 : Block32 {
 
 // Q4_K and Q5_K: word 0 d | dmin, words 1-3 the 12 bytes of 6-bit scales and mins.
 struct KHead {
-    __m256 d, neg_dmin;
+    __m256 d, min_scale;
     __m256i scale[8], mins[4];
     __m256i scale_pairs[8];  // scale[s] in both 16-bit halves of each lane (for vpmaddwd)
 };
@@ -234,7 +265,7 @@ HWY_INLINE KHead DecodeK4Head(const uint8_t* a, int h) {
     const __m256i dm = Word(a, 0, h), s0 = Word(a, 1, h), s1 = Word(a, 2, h), s2 = Word(a, 3, h);
     KHead head;
     head.d = HalfToFloat(dm, false);
-    head.neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), HalfToFloat(dm, true));
+    head.min_scale = _mm256_sub_ps(_mm256_setzero_ps(), HalfToFloat(dm, true));
     const __m256i low6 = _mm256_set1_epi8(0x3F), low4 = _mm256_set1_epi8(0x0F);
     const __m256i bits45 = _mm256_set1_epi8(0x30);
     // The mins as the scales (K4Scales03, K4Scales47), from s1 and the high nibbles of s2.

@@ -3,11 +3,12 @@
 // the block's scales, without any transposition: each vector is one aligned load.
 //
 // Each type is a traits struct:
-//   kBlockValues, kSub (values per sub-block), kSubs, kMin (a min term: Q4_K, Q5_K), kOffset (the
-//     codes are value + kOffset, unsigned);
+//   kBlockValues, kSub (values per sub-block), kSubs, kMin (a min term: Q4_1, Q5_1, Q4_K, Q5_K),
+//     kOffset (the codes are value + kOffset, unsigned);
 //   Head Decode(const uint8_t* a, const uint8_t* b): the block's scales for the 16 rows: d (f32),
-//     neg_dmin (with kMin), the integer sub-block scales and the mins in int16 pairs (low half:
-//     the even sub-block), as the GEMM panels hold them (matmul_internal.h);
+//     min_scale (with kMin: Q4_1's and Q5_1's m, the K-quants' -dmin), the integer sub-block
+//     scales and the mins in int16 pairs (low half: the even sub-block), as the GEMM panels hold
+//     them (matmul_internal.h);
 //   ForEachSub(a, head, f): calls f(s, v) for every sub-block s, v[kSub / 4] its codes.
 // `a` is the block's codes, `b` its 16 rows' d in a d unit (never read where the type has none).
 // Per-target code: included by packed_simd.cpp once per Highway target; AVX-512 only.
@@ -133,6 +134,38 @@ struct Q5_0 {
     }
 };
 
+// Q4_1 and Q5_1: word 0 d | m (as the file's block starts), then Q4_0's or Q5_0's units.
+struct Block32MinHead {
+    __m512 d, min_scale;
+};
+HWY_INLINE Block32MinHead DecodeDM(const uint8_t* a) {
+    const __m512i dm = Word(a, 0);
+    return {HalfToFloat(dm, false), HalfToFloat(dm, true)};
+}
+
+// Q4_1: the codes are the nibbles themselves (value = d * code + m).
+struct Q4_1 {
+    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 0;
+    static constexpr bool kMin = true;
+    using Head = Block32MinHead;
+    static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t*) { return DecodeDM(a); }
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, F&& f) {
+        Q4_0::ForEachSub(a + 64, Block32Head{}, f);
+    }
+};
+
+struct Q5_1 {
+    static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 0;
+    static constexpr bool kMin = true;
+    using Head = Block32MinHead;
+    static HWY_INLINE Head Decode(const uint8_t* a, const uint8_t*) { return DecodeDM(a); }
+    template <class F>
+    static HWY_INLINE void ForEachSub(const uint8_t* a, const Head&, F&& f) {
+        Q5_0::ForEachSub(a + 64, Block32Head{}, f);
+    }
+};
+
 // Q8_0: words 0-7 are the codes already (value + 128, stored so at load).
 struct Q8_0 {
     static constexpr int kBlockValues = 32, kSub = 32, kSubs = 1, kOffset = 128;
@@ -152,7 +185,7 @@ struct Q8_0 {
 // Q4_K and Q5_K share the header: word 0 d | dmin, words 1-3 the 12 bytes of 6-bit scales and
 // mins (see quant/k_scales.h).
 struct KHead {
-    __m512 d, neg_dmin;
+    __m512 d, min_scale;
     __m512i scale[8], mins[4];
 };
 // pshufb indices, the same in every 128-bit lane (4 rows' words): byte k of each word into the
@@ -178,7 +211,7 @@ HWY_INLINE KHead DecodeK4Head(const uint8_t* a) {
     const __m512i dm = Word(a, 0), s0 = Word(a, 1), s1 = Word(a, 2), s2 = Word(a, 3);
     KHead h;
     h.d = HalfToFloat(dm, false);
-    h.neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), HalfToFloat(dm, true));
+    h.min_scale = _mm512_sub_ps(_mm512_setzero_ps(), HalfToFloat(dm, true));
     const __m512i low6 = _mm512_set1_epi8(0x3F), low4 = _mm512_set1_epi8(0x0F);
     const __m512i bits45 = _mm512_set1_epi8(0x30);
     constexpr int kAndOr = 0xEA;  // vpternlogd: (first & second) | third

@@ -29,9 +29,9 @@ using kernels::PackedLayout;
 
 // The quantized types with an interleaved layout (float_types() have one too, of columns).
 const std::vector<GgmlType>& packed_types() {
-    static const std::vector<GgmlType> types = {GgmlType::Q4_0,   GgmlType::Q5_0,  GgmlType::Q8_0,
-                                                GgmlType::IQ4_NL, GgmlType::Q4_K,  GgmlType::Q5_K,
-                                                GgmlType::Q6_K,   GgmlType::IQ4_XS};
+    static const std::vector<GgmlType> types = {
+        GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,  GgmlType::Q8_0,
+        GgmlType::IQ4_NL, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
     return types;
 }
 
@@ -111,11 +111,18 @@ struct PackedReader {
                 const int n = nibble(g % 4, c, g >= 4);
                 return type == GgmlType::Q4_0 ? n - 8 : kvalues_iq4nl[n];
             }
+            case GgmlType::Q4_1: {  // after the d | m word
+                const int g = col / 4;
+                return nibble(1 + g % 4, c, g >= 4);
+            }
             case GgmlType::Q8_0:
                 return static_cast<int8_t>(word_byte(block, col / 4, r, c) ^ 0x80);
-            case GgmlType::Q5_0: {
-                const int g = col / 4;
-                return (nibble(g % 4, c, g >= 4) | plane_bit(block, 4, g, r, c) << 4) - 16;
+            case GgmlType::Q5_0:
+            case GgmlType::Q5_1: {  // Q5_1: after the d | m word
+                const int g = col / 4, first = type == GgmlType::Q5_1 ? 1 : 0;
+                const int code =
+                    nibble(first + g % 4, c, g >= 4) | plane_bit(block, first + 4, g, r, c) << 4;
+                return type == GgmlType::Q5_1 ? code : code - 16;
             }
             case GgmlType::Q4_K:
             case GgmlType::Q5_K: {
@@ -158,6 +165,10 @@ struct PackedReader {
             case GgmlType::IQ4_XS:
                 words(0, 2);  // d, scales_h, scales_l[4]
                 break;
+            case GgmlType::Q4_1:
+            case GgmlType::Q5_1:
+                words(0, 1);  // d, m
+                break;
             case GgmlType::Q6_K:
                 words(0, 4);  // scales[16]
                 [[fallthrough]];
@@ -180,6 +191,9 @@ std::vector<uint8_t> file_header(GgmlType type, const std::byte* block) {
             return {b, b + 16};
         case GgmlType::IQ4_XS:
             return {b, b + 8};
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_1:
+            return {b, b + 4};
         case GgmlType::Q6_K: {
             std::vector<uint8_t> out(b + 192, b + 208);
             out.insert(out.end(), b + 208, b + 210);
@@ -361,8 +375,8 @@ TEST(PackedLayout, MatmulRefusesABadCopy) {
     w.packed = w.packed.subspan(4);  // not on a 64-byte boundary
     EXPECT_THROW(matmul(w, x.data(), 1, y.data(), pool, scratch), UsageError);
     w = m.view();
-    w.type = GgmlType::Q4_1;  // no interleaved layout: a copy of it cannot be right
-    w.n_cols = 224;           // 20 rows of 224 Q4_1 values fit in the Q4_0 bytes
+    w.type = GgmlType::Q2_K;  // no interleaved layout: a copy of it cannot be right
+                              // (20 rows of 256 Q2_K values fit in the Q4_0 bytes)
     w.packed = m.packed_view().packed;
     EXPECT_THROW(matmul(w, x.data(), 1, y.data(), pool, scratch), UsageError);
 }
