@@ -256,25 +256,11 @@ template <ArmDot kDot, int kSub, int kSubs, bool kMin>
 void IntPanelNeon(const IntPanel& p, const IntActivations& a, int64_t block0, int64_t n_tokens,
                   float* y, int64_t y_stride, int n_valid_rows, bool accumulate) {
     for (int half = 0; half < 2 && 8 * half < n_valid_rows; ++half) {
-        for (int64_t t = 0; t < n_tokens;) {
-            const int64_t tile = t / a.width;
-            const int slot = static_cast<int>(t % a.width);
-            const int64_t left = std::min<int64_t>(n_tokens - t, a.width - slot);
-            float* yt = y + t * y_stride;
-            if (left >= 4) {
-                HalfTileNeon<kDot, 4, kSub, kSubs, kMin>(p, a, block0, tile, slot, yt, y_stride,
-                                                         n_valid_rows, accumulate, half);
-                t += 4;
-            } else if (left >= 2) {
-                HalfTileNeon<kDot, 2, kSub, kSubs, kMin>(p, a, block0, tile, slot, yt, y_stride,
-                                                         n_valid_rows, accumulate, half);
-                t += 2;
-            } else {
-                HalfTileNeon<kDot, 1, kSub, kSubs, kMin>(p, a, block0, tile, slot, yt, y_stride,
-                                                         n_valid_rows, accumulate, half);
-                t += 1;
-            }
-        }
+        ForEachTokenRun(a, n_tokens, [&](auto run, int64_t tile, int slot, int64_t t) HWY_ATTR {
+            HalfTileNeon<kDot, decltype(run)::value, kSub, kSubs, kMin>(
+                p, a, block0, tile, slot, y + t * y_stride, y_stride, n_valid_rows, accumulate,
+                half);
+        });
     }
 }
 

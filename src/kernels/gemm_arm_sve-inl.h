@@ -143,25 +143,12 @@ MINFER_SVE_ATTR void IntPanelSve(const IntPanel& p, const IntActivations& a, int
                                  bool accumulate) {
     const int rows = static_cast<int>(svcntw());  // per vector: 8 or 16
     for (int r0 = 0; r0 < kPanelRows && r0 < n_valid_rows; r0 += rows) {
-        for (int64_t t = 0; t < n_tokens;) {
-            const int64_t tile = t / a.width;
-            const int slot = static_cast<int>(t % a.width);
-            const int64_t left = std::min<int64_t>(n_tokens - t, a.width - slot);
-            float* yt = y + t * y_stride;
-            if (left >= 4) {
-                RowsTileSve<4, kSub, kSubs, kMin>(p, a, block0, tile, slot, yt, y_stride,
-                                                  n_valid_rows, accumulate, r0);
-                t += 4;
-            } else if (left >= 2) {
-                RowsTileSve<2, kSub, kSubs, kMin>(p, a, block0, tile, slot, yt, y_stride,
-                                                  n_valid_rows, accumulate, r0);
-                t += 2;
-            } else {
-                RowsTileSve<1, kSub, kSubs, kMin>(p, a, block0, tile, slot, yt, y_stride,
-                                                  n_valid_rows, accumulate, r0);
-                t += 1;
-            }
-        }
+        ForEachTokenRun(
+            a, n_tokens, [&](auto run, int64_t tile, int slot, int64_t t) MINFER_SVE_ATTR {
+                RowsTileSve<decltype(run)::value, kSub, kSubs, kMin>(p, a, block0, tile, slot,
+                                                                     y + t * y_stride, y_stride,
+                                                                     n_valid_rows, accumulate, r0);
+            });
     }
 }
 

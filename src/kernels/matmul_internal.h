@@ -2,8 +2,10 @@
 // Pieces of matmul shared between the driver (matmul.cpp), the scalar reference and the SIMD
 // kernels (Highway, one copy per target). Not part of the public API.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "gguf/ggml_type.h"
 #include "kernels/matmul.h"
@@ -111,6 +113,28 @@ struct IntActivations {
     int64_t block_tile(int64_t tile) const { return tile * n_blocks * width; }
     int64_t pair_tile(int64_t tile) const { return tile * (n_sub / 2) * width; }
 };
+// Tokens [0, n_tokens) in runs of 4, 2 or 1 that stay within one activation tile, as the panel
+// kernels take them: f(std::integral_constant<int, T>{}, tile, slot, t) for the run of T tokens
+// from token t (slot `slot` of tile `tile`).
+template <class F>
+inline void ForEachTokenRun(const IntActivations& a, int64_t n_tokens, F&& f) {
+    for (int64_t t = 0; t < n_tokens;) {
+        const int64_t tile = t / a.width;
+        const int slot = static_cast<int>(t % a.width);
+        const int64_t left = std::min<int64_t>(n_tokens - t, a.width - slot);
+        if (left >= 4) {
+            f(std::integral_constant<int, 4>{}, tile, slot, t);
+            t += 4;
+        } else if (left >= 2) {
+            f(std::integral_constant<int, 2>{}, tile, slot, t);
+            t += 2;
+        } else {
+            f(std::integral_constant<int, 1>{}, tile, slot, t);
+            t += 1;
+        }
+    }
+}
+
 std::size_t int_activations_bytes(GgmlType weight_type, int64_t n_cols, int64_t n_tokens);
 IntActivations int_activations_at(std::byte* memory, GgmlType weight_type, int64_t n_cols,
                                   int64_t n_tokens);

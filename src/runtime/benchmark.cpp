@@ -42,17 +42,22 @@ SequenceParams greedy(std::vector<int32_t> prompt) {
     return p;
 }
 
+// The depth of a test (-d): `tokens` prefilled and kept in the cache for a continuation to take
+// over (none where there are no tokens).
+std::optional<SeqId> prefill_kept(Engine& engine, const std::vector<int32_t>& tokens) {
+    if (tokens.empty()) return std::nullopt;
+    SequenceParams p = greedy(tokens);
+    p.n_predict = 0;
+    p.keep = true;
+    const SeqId id = engine.submit(std::move(p));
+    run_until(engine, {id}, false);
+    return id;
+}
+
 BenchRun time_prompt(Engine& engine, const BenchTest& t, std::mt19937& rng) {
     const int64_t n_vocab = engine.model().hparams().n_vocab;
     std::vector<int32_t> tokens = random_tokens(t.n_depth, n_vocab, rng);
-    std::optional<SeqId> depth;
-    if (t.n_depth > 0) {
-        SequenceParams p = greedy(tokens);
-        p.n_predict = 0;
-        p.keep = true;
-        depth = engine.submit(std::move(p));
-        run_until(engine, {*depth}, false);
-    }
+    const std::optional<SeqId> depth = prefill_kept(engine, tokens);
     const std::vector<int32_t> more = random_tokens(t.n_prompt, n_vocab, rng);
     tokens.insert(tokens.end(), more.begin(), more.end());
     SequenceParams p = greedy(std::move(tokens));
@@ -66,16 +71,17 @@ BenchRun time_prompt(Engine& engine, const BenchTest& t, std::mt19937& rng) {
     return BenchRun{ns, 0};
 }
 
+// -n without a prompt (tg128, -d: at a depth): the decode steps alone, timed once every sequence
+// has sampled its first token.
 BenchRun time_generation(Engine& engine, const BenchTest& t, std::mt19937& rng,
                          const std::function<void(int64_t)>& after_step) {
     const int64_t n_vocab = engine.model().hparams().n_vocab;
     std::vector<SeqId> ids;
     for (int64_t i = 0; i < t.n_parallel; ++i) {
-        SequenceParams p =
-            greedy(random_tokens(std::max<int64_t>(1, t.n_depth + t.n_prompt), n_vocab, rng));
+        SequenceParams p = greedy(random_tokens(std::max<int64_t>(1, t.n_depth), n_vocab, rng));
         // Enough that no sequence ends during the measured steps, whichever step each started
         // decoding in.
-        p.n_predict = t.n_gen + t.n_depth + t.n_prompt + 2;
+        p.n_predict = t.n_gen + t.n_depth + 2;
         ids.push_back(engine.submit(std::move(p)));
     }
     run_until(engine, ids, true);
@@ -102,13 +108,7 @@ BenchRun time_prompt_and_generation(Engine& engine, const BenchTest& t, std::mt1
     std::vector<std::optional<SeqId>> depths;
     for (int64_t i = 0; i < t.n_parallel; ++i) {
         prompts.push_back(random_tokens(t.n_depth, n_vocab, rng));
-        depths.emplace_back();
-        if (t.n_depth == 0) continue;
-        SequenceParams p = greedy(prompts.back());
-        p.n_predict = 0;
-        p.keep = true;
-        depths.back() = engine.submit(std::move(p));
-        run_until(engine, {*depths.back()}, false);
+        depths.push_back(prefill_kept(engine, prompts.back()));
     }
     std::vector<SeqId> ids;
     const auto start = Clock::now();
