@@ -4,6 +4,10 @@
 
 namespace minfer {
 
+std::span<const float> Backend::activation_values(BufferId, std::size_t) const {
+    throw UnsupportedError(concat("the ", name(), " backend keeps its activations to itself"));
+}
+
 void validate_graph_for(const Graph& g, const BackendOptions& options) {
     g.validate(options.n_vocab, options.kv.n_slots());
     if (g.kv_block_size != options.kv.block_size)

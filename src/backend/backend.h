@@ -82,6 +82,11 @@ class Backend {
 
     // A device backend's counts (nullopt for the host backends).
     virtual std::optional<DeviceTransfers> device_transfers() const { return std::nullopt; }
+
+    // The first `count` values of f32 activation buffer `id` after the last execute: what a
+    // split pass carries from this backend's layers to the next backend's (split_backend.h).
+    // The host backends (cpu, reference) hold them; the default throws UnsupportedError.
+    virtual std::span<const float> activation_values(BufferId id, std::size_t count) const;
 };
 
 // What every backend checks before executing a graph: Graph::validate against the cache's

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace minfer {
 namespace {
 
@@ -42,6 +44,18 @@ void HostBuffers::grow(const Graph& g) {
 void HostBuffers::clear() {
     for (auto& v : f32_) std::fill(v.begin(), v.end(), 0.0f);
     for (auto& v : i32_) std::fill(v.begin(), v.end(), 0);
+}
+
+void HostBuffers::write_carried(const Graph& g) {
+    for (const CarriedRows& c : g.carried_in)
+        std::copy(c.values.begin(), c.values.end(), f32(c.buffer));
+}
+
+std::span<const float> HostBuffers::f32_values(BufferId b, std::size_t count) const {
+    if (b < 0 || static_cast<std::size_t>(b) >= f32_.size() ||
+        f32_[static_cast<std::size_t>(b)].size() < count)
+        throw UsageError(concat("activation buffer ", b, " holds fewer than ", count, " values"));
+    return {f32_[static_cast<std::size_t>(b)].data(), count};
 }
 
 std::size_t HostBuffers::bytes() const {

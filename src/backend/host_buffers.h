@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/graph.h"
@@ -19,6 +20,10 @@ class HostBuffers {
     void grow(const Graph& g);
     // Sets every value of g's buffers to zero (the reference backend starts each graph so).
     void clear();
+    // Writes g's carried rows (Graph::carried_in) into their buffers, grown before.
+    void write_carried(const Graph& g);
+    // The first `count` values of f32 buffer b; throws UsageError beyond what it holds.
+    std::span<const float> f32_values(BufferId b, std::size_t count) const;
 
     float* f32(BufferId b) { return f32_[static_cast<std::size_t>(b)].data(); }
     int32_t* i32(BufferId b) { return i32_[static_cast<std::size_t>(b)].data(); }

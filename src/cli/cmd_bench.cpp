@@ -55,6 +55,7 @@ struct BenchOptions {
     int repetitions = 5;
     int64_t batch = 512;
     std::string device = "cpu";
+    int gpu_layers = -1;  // -ngl
     std::string cache_type = "f16";
     bool batch_invariant = true;
     bool repack = true;
@@ -103,27 +104,12 @@ struct TestResult {
 
 // "qwen2 0.5B Q4_0", like llama-bench's model_type; below 50 M parameters the size is in M
 // ("llama 0.3M F32" rather than "0.0B").
-// llama-bench's "gpu_info" field: the GPU's name, driver and API ("" for the CPU backends).
-std::string gpu_info(const std::string& device) {
-    const DeviceChoice d = parse_device(device);
-    if (d.kind != DeviceKind::kVulkan) return "";
-    const VulkanDeviceList list = list_vulkan_devices();
-    if (static_cast<std::size_t>(d.index) >= list.devices.size()) return "";
-    const VulkanDeviceInfo& info = list.devices[static_cast<std::size_t>(d.index)];
-    return concat(info.name, " (", info.type, ", ", info.api(), ", driver ", info.driver, ")");
-}
-
-// llama-bench's "backends" field: "CPU", "Reference", "Vulkan".
-std::string backend_label(const std::string& device) {
-    switch (parse_device(device).kind) {
-        case DeviceKind::kCpu:
-            return "CPU";
-        case DeviceKind::kReference:
-            return "Reference";
-        case DeviceKind::kVulkan:
-            return "Vulkan";
-    }
-    return "?";
+// llama-bench's n_gpu_layers: the layers the device runs (0 on the CPU backends).
+int64_t gpu_layer_count(const BenchOptions& o, const Model& model) {
+    const DeviceChoice device = device_choice(o.device, o.gpu_layers);
+    const int64_t n_layers = model.hparams().n_layer;
+    if (device.kind != DeviceKind::kVulkan) return 0;
+    return device.gpu_layers < 0 ? n_layers : std::min<int64_t>(device.gpu_layers, n_layers);
 }
 
 std::string model_type(const Model& model) {
@@ -202,7 +188,7 @@ nlohmann::ordered_json kernels_by_type(const BenchOptions& o, const Model& model
     nlohmann::ordered_json out = nlohmann::ordered_json::object();
     for (GgmlType type : types) {
         out[std::string(type_name(type))] =
-            cpu ? matmul_kernel_name(type, o.repack) : backend_label(o.device);
+            cpu ? matmul_kernel_name(type, o.repack) : backend_label(parse_device(o.device));
     }
     return out;
 }
@@ -242,8 +228,8 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
     for (const auto& r : results) {
         array.push_back({{"build_commit", MINFER_VERSION},
                          {"cpu_info", cpu_brand()},
-                         {"backends", backend_label(o.device)},
-                         {"gpu_info", gpu_info(o.device)},
+                         {"backends", backend_label(parse_device(o.device))},
+                         {"gpu_info", gpu_info(parse_device(o.device))},
                          {"kernels", kernels_in_use()},
                          {"kernels_by_type", kernels_by_type(o, model)},
                          {"model_filename", model.file().path().string()},
@@ -252,6 +238,7 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
                          {"model_n_params", model.n_params()},
                          {"n_batch", o.batch},
                          {"n_threads", r.threads},
+                         {"n_gpu_layers", gpu_layer_count(o, model)},
                          {"type_k", o.cache_type},
                          {"type_v", o.cache_type},
                          {"batch_invariant", o.batch_invariant},
@@ -283,13 +270,13 @@ void print_machine_readable(const BenchOptions& o, const std::vector<TestResult>
         std::cout << array.dump(2) << "\n";
         return;
     }
-    const char* fields[] = {"build_commit",   "cpu_info",        "gpu_info",   "backends",
-                            "kernels",        "model_filename",  "model_type", "model_size",
-                            "model_n_params", "n_batch",         "n_threads",  "type_k",
-                            "type_v",         "batch_invariant", "repack",     "repacked_bytes",
-                            "load_ms",        "prepare_ms",      "n_prompt",   "n_gen",
-                            "n_depth",        "n_parallel",      "test_time",  "avg_ns",
-                            "stddev_ns",      "avg_ts",          "stddev_ts"};
+    const char* fields[] = {"build_commit",   "cpu_info",       "gpu_info",        "backends",
+                            "kernels",        "model_filename", "model_type",      "model_size",
+                            "model_n_params", "n_batch",        "n_threads",       "n_gpu_layers",
+                            "type_k",         "type_v",         "batch_invariant", "repack",
+                            "repacked_bytes", "load_ms",        "prepare_ms",      "n_prompt",
+                            "n_gen",          "n_depth",        "n_parallel",      "test_time",
+                            "avg_ns",         "stddev_ns",      "avg_ts",          "stddev_ts"};
     std::string header;
     for (const char* f : fields) header += concat(header.empty() ? "" : ",", f);
     std::cout << header << "\n";
@@ -340,7 +327,7 @@ void print_load(const std::vector<TestResult>& results, std::optional<uint64_t> 
                                : "weights zero-copy in the mapped file");
     if (peak) std::printf("Peak resident memory: %s\n", format_mib(*peak).c_str());
     if (gpu) {
-        std::printf("Device: %s\n", escape_for_terminal(gpu_info(device)).c_str());
+        std::printf("Device: %s\n", escape_for_terminal(gpu_info(parse_device(device))).c_str());
         return;
     }
     const std::string cpu = cpu_brand();
@@ -409,7 +396,7 @@ void add_bench_command(CLI::App& app) {
     cmd->add_option("--cache-type", o->cache_type, "KV cache type: f16, f32 or q8_0")
         ->check(CLI::IsMember({"f16", "f32", "q8_0"}))
         ->capture_default_str();
-    add_device_flag(cmd, o->device);
+    add_device_flags(cmd, o->device, o->gpu_layers);
     cmd->add_flag("--batch-invariant,!--no-batch-invariant", o->batch_invariant,
                   "Bit-identical results whatever the batch (default; see run --help)");
     cmd->add_flag(
@@ -459,7 +446,7 @@ void add_bench_command(CLI::App& app) {
         options.kv_type = parse_kv_cache_type(o->cache_type);
         options.batch_invariant = o->batch_invariant;
         options.repack_weights = o->repack;
-        options.device = parse_device(o->device);
+        options.device = device_choice(o->device, o->gpu_layers);
         options.trace = trace_from_environment();
         options.memory_advice = "; lower -p, -n, -d or -np, or use --cache-type q8_0";
         int64_t max_kv = 0;
@@ -548,7 +535,7 @@ void add_bench_command(CLI::App& app) {
             print_machine_readable(*o, results, *loaded.model);
             return;
         }
-        print_table(results, *loaded.model, backend_label(o->device));
+        print_table(results, *loaded.model, backend_label(parse_device(o->device)));
         print_load(results, peak, *o, *loaded.model);
         if (roofline) print_roofline(results, *loaded.model);
     });

@@ -16,6 +16,7 @@
 #include "cli/standard_output.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/terminal_text.h"
 #include "server/header_value.h"
 #include "server/load_generator.h"
 
@@ -92,6 +93,17 @@ void add_bench_serve_command(CLI::App& app) {
         // Ctrl-C: the requests in flight are cut, the rows measured so far are printed (--json
         // too), and the command exits 130.
         InterruptGuard interrupt;
+        // What the server says it runs on (minfer serve says; other servers do not): named by
+        // each JSON row and under the table. A server's words, so cut short and escaped.
+        server::LoadTestOptions probe;
+        probe.url = o->url;
+        probe.model = o->model;
+        probe.api_key = o->api_key;
+        probe.timeout_seconds = o->timeout;
+        server::ServerDevice device = server::describe_server_device(probe);
+        constexpr std::size_t kMaxDeviceText = 200;
+        if (device.backend.size() > kMaxDeviceText) device.backend.resize(kMaxDeviceText);
+        if (device.device.size() > kMaxDeviceText) device.device.resize(kMaxDeviceText);
         nlohmann::ordered_json rows = nlohmann::ordered_json::array();
         // Rows are written as they are measured and checked at once: a full disk or a closed
         // pipe ends the command before minutes of load, not after.
@@ -139,7 +151,9 @@ void add_bench_serve_command(CLI::App& app) {
                                 {"ttft_p50_s", r.ttft_p50},
                                 {"ttft_p99_s", r.ttft_p99},
                                 {"itl_p50_s", r.itl_p50},
-                                {"itl_p99_s", r.itl_p99}});
+                                {"itl_p99_s", r.itl_p99},
+                                {"server_backend", device.backend},
+                                {"server_device", device.device}});
             } else {
                 char row[256];
                 std::snprintf(row, sizeof row,
@@ -151,7 +165,17 @@ void add_bench_serve_command(CLI::App& app) {
                 write_streamed(row);
             }
         }
-        if (o->json) write_streamed(rows.dump(2) + "\n");
+        if (o->json) {
+            write_streamed(rows.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                           "\n");
+        } else {
+            write_streamed(concat("\nServer device: ",
+                                  device.device.empty()
+                                      ? std::string("not said (the server's /v1/models has no "
+                                                    "meta.device: not minfer serve)")
+                                      : escape_for_terminal(device.device),
+                                  "\n"));
+        }
         if (InterruptGuard::flag()) throw InterruptedByUser{};
     });
 }

@@ -4,16 +4,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 
 #include "backend/device.h"
 #include "core/cpu_set.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "gguf/ggml_type.h"
 #include "model/kv_spec.h"
 
 namespace minfer::cli {
 
-void add_device_flag(CLI::App* cmd, std::string& device) {
+void add_device_flags(CLI::App* cmd, std::string& device, int& gpu_layers) {
     cmd->add_option("--device", device,
                     "Backend that runs the model: cpu, vulkan (the first Vulkan GPU), vulkan:N "
                     "(minfer --list-devices lists them), or reference (plain loops in double: the "
@@ -27,10 +29,30 @@ void add_device_flag(CLI::App* cmd, std::string& device) {
             }
         })
         ->capture_default_str();
+    cmd->add_option("--gpu-layers", gpu_layers,
+                    "(or -ngl) With --device vulkan: the last N layers and the output on the GPU, "
+                    "the layers before on the CPU, for a model larger than the GPU's memory; 0 "
+                    "runs every layer on the CPU (default: every layer on the GPU)")
+        ->check(CLI::Range(0, 1 << 20));
+}
+
+DeviceChoice device_choice(const std::string& device, int gpu_layers) {
+    DeviceChoice choice = parse_device(device);
+    if (choice.kind != DeviceKind::kVulkan) {
+        if (gpu_layers <= 0) return choice;  // -ngl 0: every layer on the CPU, as asked
+        static std::once_flag warned;
+        std::call_once(warned, [&] {
+            log_warning(concat("-ngl ", gpu_layers, " is ignored: --device ", device,
+                               " runs every layer (it places layers on a Vulkan GPU)"));
+        });
+        return choice;
+    }
+    choice.gpu_layers = gpu_layers;
+    return choice;
 }
 
 void add_context_flags(CLI::App* cmd, ContextFlags& f) {
-    add_device_flag(cmd, f.device);
+    add_device_flags(cmd, f.device, f.gpu_layers);
     cmd->add_option("-t,--threads", f.threads,
                     "Threads to use (default and maximum: the CPUs this process may use)")
         ->check(CLI::Range(0, kMaxThreads));
@@ -94,7 +116,7 @@ class Tracer {
 
 EngineOptions to_engine_options(const ContextFlags& f) {
     EngineOptions o;
-    o.device = parse_device(f.device);
+    o.device = device_choice(f.device, f.gpu_layers);
     // Clamped here, where the flag's name is known, so the warning names it; 0 stays "all".
     o.n_threads = f.threads == 0 ? 0 : clamp_thread_count(f.threads, "-t");
     o.n_ctx = f.ctx;

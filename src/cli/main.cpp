@@ -53,6 +53,7 @@ int report_output_errors_then(int status) {
 std::vector<std::string> arguments_with_long_names(int argc, char** argv) {
     static constexpr std::pair<std::string_view, std::string_view> kSpellings[] = {
         {"-np", "--n-parallel"},
+        {"-ngl", "--gpu-layers"},
     };
     std::vector<std::string> args;
     for (int i = 1; i < argc; ++i) {

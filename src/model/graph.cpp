@@ -47,6 +47,7 @@ class Validator {
 
     void run() {
         inputs();
+        carried();
         const GraphContext context{g_.in.n_tokens(), g_.in.n_outputs(), n_vocab_};
         for (const Op& op : g_.ops) this->op(op, context);
         if (g_.logits != kNoBuffer) {
@@ -140,6 +141,19 @@ class Validator {
                     fail(nullptr, concat("token ", t, " at position ", pos,
                                          " would attend to freed block ", b, " of its table"));
             }
+        }
+    }
+
+    // Carried rows: an f32 buffer's first rows, as many values as they hold, each buffer once.
+    void carried() {
+        for (const CarriedRows& c : g_.carried_in) {
+            const BufferDecl& b = buffer(c.buffer, "a carried", nullptr);
+            const auto at = static_cast<std::size_t>(c.buffer);
+            if (b.type != DType::kF32 || c.rows < 0 || c.rows > b.rows ||
+                c.values.size() != static_cast<std::size_t>(c.rows * b.width) ||
+                written_rows_[at] > 0)
+                fail(nullptr, concat("the rows carried into '", b.name, "' do not fit it"));
+            written_rows_[at] = c.rows;
         }
     }
 

@@ -149,17 +149,26 @@ struct BatchInputs {
     }
 };
 
+// Rows of an f32 activation buffer that the host supplies before the first op: a split forward
+// pass's activations from the backend that ran the earlier layers (backend/split_backend.h).
+struct CarriedRows {
+    BufferId buffer = kNoBuffer;
+    int64_t rows = 0;           // the first `rows` rows of the buffer
+    std::vector<float> values;  // [rows][the buffer's width]
+};
+
 struct Graph {
     std::vector<BufferDecl> buffers;
     std::vector<Op> ops;
     BatchInputs in;
     int64_t kv_block_size = 0;    // positions per cache block
     BufferId logits = kNoBuffer;  // [n_outputs][n_vocab] after the last op
+    std::vector<CarriedRows> carried_in;  // written before the first op (usually none)
 
     // Checks what a backend relies on: every op against its definition (op_def.h: buffer ids,
-    // types and shapes, weights, parameters; every buffer it reads written by an earlier op),
-    // token ids below n_vocab, positions, slots and tables consistent. Throws UsageError naming
-    // the op or token. Backends call it before executing.
+    // types and shapes, weights, parameters; every buffer it reads written by an earlier op or
+    // carried in), token ids below n_vocab, positions, slots and tables consistent. Throws
+    // UsageError naming the op or token. Backends call it before executing.
     void validate(int64_t n_vocab, int64_t kv_slots_in_cache) const;
 
     // One line per op: index, name, type, output <- inputs (an op updating its output in place

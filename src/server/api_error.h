@@ -38,6 +38,12 @@ inline std::string error_body(const ApiError& e) {
     return error_body(e.status(), e.what(), e.param(), e.code());
 }
 
+// What a client whose request failed in a forward pass is told (status 500; `what` from the
+// engine: out of device memory, a lost device).
+inline std::string failed_request_message(const std::string& what) {
+    return "the server could not run this request: " + what;
+}
+
 // Anthropic's error object, and its type for a status (invalid_request_error,
 // authentication_error, not_found_error, request_too_large, overloaded_error, api_error, ...).
 nlohmann::ordered_json anthropic_error(int status, const std::string& message);

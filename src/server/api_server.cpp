@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "backend/device.h"
 #include "chat/tool_calls.h"
 #include "core/log.h"
 #include "hub/inventory.h"
@@ -169,6 +170,7 @@ class LeasedListener : public JobListener {
     void on_choice_end(int choice, const ChoiceEnd& end) override {
         inner_->on_choice_end(choice, end);
     }
+    void on_failure(const std::string& what) override { inner_->on_failure(what); }
     void on_job_end(bool started) override { inner_->on_job_end(started); }
 
   private:
@@ -511,10 +513,13 @@ void ApiServer::answer_listing(const HttpRequest& request, const std::shared_ptr
                   {"owned_by", "minfer"}};
         for (const LoadedModelStatus& l : loaded) {
             if (l.id != e.id) continue;
+            const DeviceChoice& device = l.model->engine.device;
             m["meta"] = {{"n_ctx_per_sequence", l.n_ctx},
                          {"n_parallel", l.n_parallel},
                          {"n_vocab", l.model->loaded.model->hparams().n_vocab},
-                         {"n_params", l.model->loaded.model->n_params()}};
+                         {"n_params", l.model->loaded.model->n_params()},
+                         {"backend", backend_label(device)},
+                         {"device", device_summary(device)}};
         }
         data.push_back(std::move(m));
     }

@@ -281,6 +281,10 @@ void CompletionJob::on_job_end(bool started) {
     int status = 200;
     if (r.reply->client_gone()) {
         status = 499;  // nginx's "client closed the request"
+    } else if (s_.request.stream && begun_ && !failure_.empty()) {
+        // The stream's status was 200; the error event says what OpenAI's clients raise.
+        r.reply->write(concat("data: ", error_body(500, failed_request_message(failure_)), "\n\n"));
+        r.reply->end();
     } else if (s_.request.stream && begun_) {
         if (s_.request.include_usage) {
             Json chunk = chunk_head();
@@ -290,6 +294,9 @@ void CompletionJob::on_job_end(bool started) {
         }
         r.reply->write("data: [DONE]\n\n");
         r.reply->end();
+    } else if (!failure_.empty()) {
+        status = 500;
+        r.send_json(status, error_body(status, failed_request_message(failure_)));
     } else if (!started || (cancelled_ && r.shutting_down_now())) {
         status = 503;
         r.send_json(status, error_body(status, "the server is shutting down"));

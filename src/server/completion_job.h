@@ -45,6 +45,7 @@ class CompletionJob final : public JobListener {
     void on_token(int choice, int32_t token, const std::string& text,
                   const TokenLogprobs* logprobs) override;
     void on_choice_end(int choice, const ChoiceEnd& end) override;
+    void on_failure(const std::string& what) override { failure_ = what; }
     void on_job_end(bool started) override;
 
   private:
@@ -85,6 +86,7 @@ class CompletionJob final : public JobListener {
     LatencyObserver latency_;
     bool begun_ = false;
     bool cancelled_ = false;
+    std::string failure_;  // why a forward pass of this job failed ("" when none did)
 };
 
 // The response body bytes of a JSON value (invalid UTF-8 in token pieces becomes U+FFFD).

@@ -297,7 +297,7 @@ void GenerationService::dispatch(const std::vector<SequenceEvent>& events) {
 
 // A step threw after the engine may have finished some sequences (their events were lost with
 // the exception): those end now as they finished; every other running job is cancelled.
-void GenerationService::recover_from_failed_step() {
+void GenerationService::recover_from_failed_step(const std::string& what) {
     std::vector<SequenceEvent> ended;
     std::vector<JobId> others;
     for (const auto& [id, job] : running_) {
@@ -314,7 +314,10 @@ void GenerationService::recover_from_failed_step() {
                 cancel = true;
             }
         }
-        if (cancel) others.push_back(id);
+        if (cancel) {
+            job->listener->on_failure(what);
+            others.push_back(id);
+        }
     }
     dispatch(ended);
     std::lock_guard lock(mutex_);
@@ -351,9 +354,10 @@ void GenerationService::loop(const std::function<std::unique_ptr<Engine>()>& mak
             try {
                 events = engine_->step();
             } catch (const std::exception& e) {
-                // A bug: every job ends rather than the server hanging.
+                // Out of device memory, a lost device, a bug: the jobs of the step fail (their
+                // clients are told why) rather than the server hanging, and it serves on.
                 log_warning(concat("server: a step failed: ", e.what()));
-                recover_from_failed_step();
+                recover_from_failed_step(e.what());
                 continue;
             }
             dispatch(events);

@@ -58,6 +58,10 @@ class JobListener {
     virtual void on_token(int choice, int32_t token, const std::string& text,
                           const TokenLogprobs* logprobs) = 0;
     virtual void on_choice_end(int choice, const ChoiceEnd& end) = 0;
+    // A forward pass running the job's sequences failed (out of device memory, a lost device):
+    // `what` says why. Its unfinished choices then end as cancelled, and the job should answer
+    // with an error, not with what it had.
+    virtual void on_failure(const std::string& what) = 0;
     // Every choice ended (or the job was cancelled before it started: `started` false).
     virtual void on_job_end(bool started) = 0;
 };
@@ -112,7 +116,7 @@ class GenerationService {
     void end_job_if_done(JobId id);
     void job_gone(bool was_queued);  // a job ended: counts, and wakes shutdown()
     void publish_counters();
-    void recover_from_failed_step();
+    void recover_from_failed_step(const std::string& what);
 
     std::unique_ptr<Engine> engine_;  // made and destroyed on thread_
     int64_t n_ctx_ = 0;

@@ -27,7 +27,9 @@ using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 struct Endpoint {
-    std::string host, port, target;
+    std::string host, port;
+    std::string base;       // the path up to and with /v1
+    std::string target;     // base + /chat/completions
     std::string authority;  // for the Host header: "host:port", "[::1]:8080"
 };
 
@@ -74,7 +76,8 @@ Endpoint parse_url(const std::string& url) {
     if (e.host.empty() || !port_ok)
         throw UsageError(concat("bad host or port (1 to 65535) in '", url, "'"));
     const bool has_v1 = path.size() >= 3 && path.substr(path.size() - 3) == "/v1";
-    e.target = path + (has_v1 ? "" : "/v1") + "/chat/completions";
+    e.base = path + (has_v1 ? "" : "/v1");
+    e.target = e.base + "/chat/completions";
     return e;
 }
 
@@ -237,6 +240,27 @@ RequestTiming one_request(const Endpoint& ep, const LoadTestOptions& o, const st
     return t;
 }
 
+// GET base + /models: the body of a 200 response (at most kMaxListingBytes), "" otherwise.
+std::string get_model_listing(const Endpoint& ep, const std::string& api_key, int timeout_seconds) {
+    constexpr std::uint64_t kMaxListingBytes = 1 << 20;
+    net::io_context ioc;
+    tcp::resolver resolver(ioc);
+    beast::tcp_stream stream(ioc);
+    stream.expires_after(std::chrono::seconds(timeout_seconds));
+    stream.connect(resolver.resolve(ep.host, ep.port));
+    http::request<http::empty_body> req{http::verb::get, ep.base + "/models", 11};
+    req.set(http::field::host, ep.authority);
+    if (!api_key.empty()) req.set(http::field::authorization, "Bearer " + api_key);
+    http::write(stream, req);
+    beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(kMaxListingBytes);
+    http::read(stream, buffer, parser);
+    beast::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    return parser.get().result_int() == 200 ? parser.get().body() : "";
+}
+
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
@@ -245,6 +269,32 @@ double percentile(std::vector<double> v, double p) {
 }
 
 }  // namespace
+
+ServerDevice describe_server_device(const LoadTestOptions& o) {
+    ServerDevice d;
+    try {
+        const auto listing = nlohmann::json::parse(
+            get_model_listing(parse_url(o.url), o.api_key, std::min(o.timeout_seconds, 30)),
+            nullptr, false);
+        if (!listing.is_object() || !listing.contains("data") || !listing["data"].is_array())
+            return d;
+        // The model asked for, else the first one the server says it runs.
+        const nlohmann::json* chosen = nullptr;
+        for (const auto& m : listing["data"]) {
+            if (!m.is_object() || !m.contains("meta") || !m["meta"].is_object()) continue;
+            if (chosen == nullptr || (m.contains("id") && m["id"] == o.model)) chosen = &m;
+        }
+        if (chosen == nullptr) return d;
+        const nlohmann::json& meta = (*chosen)["meta"];
+        if (meta.contains("backend") && meta["backend"].is_string())
+            d.backend = meta["backend"].get<std::string>();
+        if (meta.contains("device") && meta["device"].is_string())
+            d.device = meta["device"].get<std::string>();
+    } catch (const std::exception&) {
+        // Unreachable, slow, or not a listing: the rows say nothing of the device.
+    }
+    return d;
+}
 
 void check_load_test_url(const std::string& url) {
     parse_url(url);

@@ -46,6 +46,14 @@ struct LoadTestResult {
     double itl_p50 = 0, itl_p99 = 0;    // seconds, between streamed tokens
 };
 
+// What the server says runs the model (minfer serve's /v1/models "meta": backend "CPU",
+// "Vulkan" or "Reference", and the device in a line); empty where it does not say (llama-server,
+// vLLM) or cannot be asked.
+struct ServerDevice {
+    std::string backend, device;
+};
+ServerDevice describe_server_device(const LoadTestOptions& options);
+
 // Throws UsageError for a URL that run_load_test cannot use (not http://, a bad host or port, a
 // space or control character), so that a command can check it before it prints anything.
 void check_load_test_url(const std::string& url);

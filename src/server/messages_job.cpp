@@ -178,7 +178,9 @@ void MessagesJob::on_job_end(bool started) {
     if (r.reply->client_gone()) {
         status = 499;  // nginx's "client closed the request"
     } else if (s_.stream && begun_) {
-        if (cancelled_ && r.shutting_down_now()) {
+        if (!failure_.empty()) {
+            event("error", anthropic_error(500, failed_request_message(failure_)));
+        } else if (cancelled_ && r.shutting_down_now()) {
             event("error", anthropic_error(503, "the server is shutting down"));
         } else {
             event("message_delta",
@@ -190,6 +192,9 @@ void MessagesJob::on_job_end(bool started) {
             event("message_stop", {{"type", "message_stop"}});
         }
         r.reply->end();
+    } else if (!failure_.empty()) {
+        status = 500;
+        r.send_json(status, anthropic_error_body(status, failed_request_message(failure_)));
     } else if (!started || (cancelled_ && r.shutting_down_now())) {
         status = 503;
         r.send_json(status, anthropic_error_body(status, "the server is shutting down"));

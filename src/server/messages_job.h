@@ -41,6 +41,7 @@ class MessagesJob final : public JobListener {
     void on_token(int choice, int32_t token, const std::string& text,
                   const TokenLogprobs* logprobs) override;
     void on_choice_end(int choice, const ChoiceEnd& end) override;
+    void on_failure(const std::string& what) override { failure_ = what; }
     void on_job_end(bool started) override;
 
   private:
@@ -68,6 +69,7 @@ class MessagesJob final : public JobListener {
     std::string stop_reason_, stop_sequence_;
     bool begun_ = false;
     bool cancelled_ = false;
+    std::string failure_;  // why a forward pass of this job failed ("" when none did)
 };
 
 }  // namespace minfer::server

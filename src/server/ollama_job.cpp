@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "server/api_error.h"
 #include "server/completion_job.h"
 
 namespace minfer::server {
@@ -131,9 +132,13 @@ void OllamaJob::on_job_end(bool started) {
     if (r.reply->client_gone()) {
         status = 499;  // nginx's "client closed the request"
     } else if (s_.stream && begun_) {
-        send_line(cancelled_ && r.shutting_down_now() ? Json{{"error", shutting_down}}
-                                                      : final_object());
+        send_line(!failure_.empty() ? Json{{"error", failed_request_message(failure_)}}
+                  : cancelled_ && r.shutting_down_now() ? Json{{"error", shutting_down}}
+                                                        : final_object());
         r.reply->end();
+    } else if (!failure_.empty()) {
+        status = 500;
+        r.send_json(status, dump_json(Json{{"error", failed_request_message(failure_)}}));
     } else if (!started || (cancelled_ && r.shutting_down_now())) {
         status = 503;
         r.send_json(status, dump_json(Json{{"error", shutting_down}}));

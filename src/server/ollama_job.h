@@ -37,6 +37,7 @@ class OllamaJob final : public JobListener {
     void on_token(int choice, int32_t token, const std::string& text,
                   const TokenLogprobs* logprobs) override;
     void on_choice_end(int choice, const ChoiceEnd& end) override;
+    void on_failure(const std::string& what) override { failure_ = what; }
     void on_job_end(bool started) override;
 
   private:
@@ -58,6 +59,7 @@ class OllamaJob final : public JobListener {
     SequenceStats stats_;
     bool begun_ = false;
     bool cancelled_ = false;
+    std::string failure_;  // why a forward pass of this job failed ("" when none did)
 };
 
 // Now as ollama writes times: RFC 3339 in UTC with nanoseconds.

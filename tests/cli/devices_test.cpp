@@ -60,6 +60,42 @@ TEST(DeviceFlag, RefusesWhatCannotRunBeforeLoading) {
     EXPECT_NE(r.err.find("--device vulkan:999: "), std::string::npos) << r.err;
 }
 
+// -ngl N: the first layers on the CPU, the last N and the output on the Vulkan device, said once
+// on stderr; the bench rows count the device's layers. Without a Vulkan device -ngl is ignored
+// with a warning, as llama.cpp ignores it without a GPU.
+TEST(GpuLayersFlag, SplitsTheLayersBetweenCpuAndVulkan) {
+    MINFER_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
+    const auto ignored = run_minfer(
+        {"run", model.string(), "-ngl", "3", "--raw", "-p", "Once", "--temp", "0", "-n", "4"});
+    ASSERT_EQ(ignored.exit_code, 0) << ignored.err;
+    EXPECT_NE(ignored.err.find("warning: -ngl 3 is ignored: --device cpu runs every layer"),
+              std::string::npos)
+        << ignored.err;
+    const auto list = run_minfer({"--list-devices"});
+    if (list.out.find("vulkan:0") == std::string::npos) {
+        if (test::in_ci()) FAIL() << "no Vulkan device in CI:\n" << list.out;
+        GTEST_SKIP() << "no Vulkan device here:\n" << list.out;
+    }
+    const auto r = run_minfer({"run", model.string(), "--device", "vulkan", "-ngl", "2", "--raw",
+                               "-p", "Once", "--temp", "0", "-n", "8"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("-ngl 2: layers 0-2 on the CPU, 3-4 and the output on vulkan:0"),
+              std::string::npos)
+        << r.err;
+    const auto cpu =
+        run_minfer({"run", model.string(), "--raw", "-p", "Once", "--temp", "0", "-n", "8"});
+    ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+    EXPECT_EQ(r.out, cpu.out);  // the same greedy words as the CPU alone
+
+    const auto bench = run_minfer({"bench", model.string(), "--device", "vulkan", "--gpu-layers",
+                                   "2", "-p", "8", "-n", "4", "-r", "1", "--json"});
+    ASSERT_EQ(bench.exit_code, 0) << bench.err;
+    const auto rows = nlohmann::json::parse(bench.out);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0]["backends"], "Vulkan");
+    EXPECT_EQ(rows[0]["n_gpu_layers"], 2);
+}
+
 TEST(ListDevices, ListsCpuReferenceAndVulkan) {
     const auto r = run_minfer({"--list-devices"});
     ASSERT_EQ(r.exit_code, 0) << r.err;

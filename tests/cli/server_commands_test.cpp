@@ -173,6 +173,19 @@ TEST(BenchServeCommand, ReportsTheServersErrorAndTheClientsThatRan) {
     EXPECT_EQ(rows[0]["failed"], 0);
     EXPECT_TRUE(contains(r.err, "warning: --concurrency 4 with --requests 2: only 2 clients"))
         << r.err;
+    // The device the server runs the model on, from its /v1/models (asked with the key).
+    EXPECT_EQ(rows[0]["server_backend"], "CPU") << r.out;
+    EXPECT_TRUE(rows[0]["server_device"].get<std::string>().starts_with("CPU: ")) << r.out;
+    EXPECT_EQ(server.stop(SIGTERM), 0) << server.log();
+}
+
+TEST(BenchServeCommand, NamesTheDeviceTheServerSaysItRunsOn) {
+    MINFER_REQUIRE_FIXTURE(model, "models/tiny-qwen2-q8_0.gguf");
+    test::ServerProcess server(model.string(), {"-t", "1", "--device", "reference"});
+    ASSERT_TRUE(server.serving()) << server.log();
+    const auto r = run_minfer(bench_serve(server.url()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(contains(r.out, "\nServer device: Reference (double-precision loops)\n")) << r.out;
     EXPECT_EQ(server.stop(SIGTERM), 0) << server.log();
 }
 

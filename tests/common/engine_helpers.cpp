@@ -13,6 +13,18 @@ TestEngine make_engine(const std::filesystem::path& model_path, const EngineOpti
     return t;
 }
 
+Graph one_token_graph(const Model& model, int64_t n_ctx) {
+    BatchInputs in;
+    in.tokens = {1};
+    in.positions = {0};
+    in.kv_slots = {0};
+    in.sequence = {0};
+    in.table_begin = {0, 1};
+    in.table_blocks = {0};
+    in.output_rows = {0};
+    return model.record(std::move(in), kKvBlockSize, n_ctx);
+}
+
 LogitRows evaluate_all(Engine& engine, const std::vector<int32_t>& tokens) {
     LogitRows rows(tokens.size());
     SequenceParams p;

@@ -24,6 +24,10 @@ TestEngine make_engine(const std::filesystem::path& model_path, const EngineOpti
 
 using LogitRows = std::vector<std::vector<float>>;  // [position][n_vocab]
 
+// The graph of one token (id 1) at position 0 of one sequence (cache block 0), its logits wanted,
+// for sequences of n_ctx positions.
+Graph one_token_graph(const Model& model, int64_t n_ctx = 512);
+
 // Every position's logits of `tokens` evaluated as one fresh sequence.
 LogitRows evaluate_all(Engine& engine, const std::vector<int32_t>& tokens);
 

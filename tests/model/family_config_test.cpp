@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 
+#include "common/engine_helpers.h"
 #include "common/fixtures.h"
 #include "core/error.h"
 #include "gguf/gguf_file.h"
@@ -204,14 +205,7 @@ void add_f32_vector(GgufWriter& w, const std::string& name, std::vector<float> v
 
 // The weight the first RoPE op of a graph for sequences of n_ctx positions uses.
 std::string rope_factors_of(const Model& model, int64_t n_ctx) {
-    BatchInputs in;
-    in.tokens = {1};
-    in.positions = {0};
-    in.kv_slots = {0};
-    in.sequence = {0};
-    in.table_begin = {0, 1};
-    in.table_blocks = {0};
-    const Graph g = model.record(std::move(in), kKvBlockSize, n_ctx);
+    const Graph g = test::one_token_graph(model, n_ctx);
     for (const Op& op : g.ops) {
         if (op.type == OpType::Rope)
             return op.weight != nullptr && *op.weight ? op.weight->name() : "none";

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/engine_helpers.h"
 #include "common/fixtures.h"
 #include "common/tiny_model.h"
 #include "core/error.h"
@@ -41,19 +42,7 @@ std::shared_ptr<const Model> load(const TinyModelSpec& spec, const test::TempDir
     return Model::load(dir / "m.gguf");
 }
 
-// The graph of one token at position 0 (cache block 0), and the op of that name in it.
-Graph one_token_graph(const Model& model) {
-    BatchInputs in;
-    in.tokens = {1};
-    in.positions = {0};
-    in.kv_slots = {0};
-    in.sequence = {0};
-    in.table_begin = {0, 1};
-    in.table_blocks = {0};
-    in.output_rows = {0};
-    return model.record(std::move(in), kKvBlockSize, 512);
-}
-
+// The op of that name in a graph.
 const Op& find_op(const Graph& g, int layer, std::string_view label) {
     for (const Op& op : g.ops) {
         if (op.layer == layer && op.label == label) return op;
@@ -79,7 +68,7 @@ TEST(ModelLoad, TinyLlamaWithDefaults) {
     EXPECT_EQ(hp.rope_freq_base, 10000.0f);
     EXPECT_EQ(hp.rope_freq_scale, 1.0f);
     EXPECT_EQ(hp.n_vocab, 128);
-    const Graph g = one_token_graph(*model);
+    const Graph g = test::one_token_graph(*model);
     EXPECT_EQ(find_op(g, -1, "output").weight->name(), "output.weight");
     // Weights view the mapping: the data pointer lies inside the mapped file.
     const auto& file = model->file().parts().front().bytes;
@@ -94,7 +83,7 @@ TEST(ModelLoad, TinyLlamaWithDefaults) {
 TEST(ModelLoad, TiedOutputUsesTheEmbedding) {
     test::TempDir dir;
     auto model = load(spec_with([](TinyModelSpec& s) { s.tied_output = true; }), dir);
-    const Graph g = one_token_graph(*model);
+    const Graph g = test::one_token_graph(*model);
     EXPECT_EQ(find_op(g, -1, "output").weight->info, find_op(g, -1, "token_embd").weight->info);
     // The tied output reads the whole embedding table per token.
     EXPECT_EQ(model->bytes_per_token(), tensor_bytes(*model).first);
@@ -254,10 +243,10 @@ TEST(GraphValidate, RefusesWhatABackendCannotRun) {
     test::TempDir dir;
     const auto model = load(TinyModelSpec{}, dir);
     const int64_t n_vocab = model->hparams().n_vocab, n_slots = kKvBlockSize;
-    EXPECT_NO_THROW(one_token_graph(*model).validate(n_vocab, n_slots));
+    EXPECT_NO_THROW(test::one_token_graph(*model).validate(n_vocab, n_slots));
     const auto expect_refused = [&](const std::function<void(Graph&)>& change,
                                     const std::string& text) {
-        Graph g = one_token_graph(*model);
+        Graph g = test::one_token_graph(*model);
         change(g);
         try {
             g.validate(n_vocab, n_slots);

@@ -35,6 +35,10 @@ class Recorder final : public JobListener {
         stops_[choice] = end.reason;
         reused_[choice] = end.stats.n_reused;
     }
+    void on_failure(const std::string& what) override {
+        std::lock_guard lock(mutex_);
+        failure_ = what;
+    }
     void on_job_end(bool started) override {
         std::lock_guard lock(mutex_);
         ended_ = true;
@@ -61,6 +65,10 @@ class Recorder final : public JobListener {
         std::lock_guard lock(mutex_);
         return started_;
     }
+    std::string failure() {
+        std::lock_guard lock(mutex_);
+        return failure_;
+    }
     std::size_t n_tokens_now() {
         std::lock_guard lock(mutex_);
         return tokens_[0].size();
@@ -78,6 +86,7 @@ class Recorder final : public JobListener {
     std::map<int, StopReason> stops_;
     std::map<int, int64_t> reused_;
     std::vector<TokenLogprobs> logprobs_;
+    std::string failure_;
     bool ended_ = false, started_ = false;
 };
 
@@ -248,8 +257,8 @@ class FailingOnce final : public Backend {
     int calls_ = 0;
 };
 
-// A step that throws (a bug) ends the running jobs instead of hanging them, and the service goes
-// on serving.
+// A step that throws (out of device memory, a bug) ends the running jobs instead of hanging them,
+// each unfinished one told why, and the service goes on serving.
 TEST(GenerationService, AFailedStepEndsTheRunningJobsAndServingGoesOn) {
     MINFER_REQUIRE_FIXTURE(model, kModel);
     GenerationService service(
@@ -275,11 +284,14 @@ TEST(GenerationService, AFailedStepEndsTheRunningJobsAndServingGoesOn) {
     ASSERT_TRUE(short_job->wait(std::chrono::seconds(10)));
     ASSERT_TRUE(long_job->wait(std::chrono::seconds(10)));
     EXPECT_EQ(long_job->stop(), StopReason::Cancelled);
+    EXPECT_EQ(long_job->failure(), "injected failure");
+    EXPECT_EQ(short_job->failure(), "");
     auto after = std::make_shared<Recorder>();
     ASSERT_TRUE(
         std::holds_alternative<JobId>(service.submit(greedy(random_prompt(8, 3), 3), after)));
     ASSERT_TRUE(after->wait(std::chrono::seconds(10)));
     EXPECT_EQ(after->stop(), StopReason::MaxTokens);
+    EXPECT_EQ(after->failure(), "");
     // (The counters are published after each step.)
     for (int i = 0; i < 1000 && service.counters().running_sequences != 0; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));

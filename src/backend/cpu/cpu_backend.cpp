@@ -71,6 +71,9 @@ class CpuBackend final : public Backend {
 
     std::string_view name() const override { return "cpu"; }
     std::span<const float> logits() const override { return logits_view_; }
+    std::span<const float> activation_values(BufferId id, std::size_t count) const override {
+        return buffers_.f32_values(id, count);
+    }
     std::size_t kv_cache_bytes() const override { return kv_.bytes(); }
     uint64_t weight_bytes_read() const override {
         return static_weight_bytes_ + moe_workspace_.expert_bytes;
@@ -132,6 +135,7 @@ class CpuBackend final : public Backend {
         validate_graph_for(g, options_);
         const bool new_copies = offer_weights(g);  // a set lookup per matmul once all are offered
         const bool moved = allocate(g);
+        buffers_.write_carried(g);
         // A decode step's graph is the previous one's op for op: its jobs are made once (80 us
         // a step on Qwen2 0.5B, 169 matmuls) and rearmed after that.
         if (new_copies || moved || !same_plan(g)) {

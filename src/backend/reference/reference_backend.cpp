@@ -82,6 +82,9 @@ class ReferenceBackend final : public Backend {
 
     std::string_view name() const override { return "reference"; }
     std::span<const float> logits() const override { return logits_; }
+    std::span<const float> activation_values(BufferId id, std::size_t count) const override {
+        return buffers_.f32_values(id, count);
+    }
 
     std::size_t kv_cache_bytes() const override {
         std::size_t n = 0;
@@ -109,6 +112,7 @@ class ReferenceBackend final : public Backend {
         // Zeroed buffers of the declared shapes [rows][width].
         buffers_.grow(g);
         buffers_.clear();
+        buffers_.write_carried(g);
         for (const Op& op : g.ops) {
             const auto start = std::chrono::steady_clock::now();
             run(op, g.in);

@@ -97,7 +97,7 @@ class VulkanBackend final : public Backend {
         if (kv_bytes > context_->memory_budget()) {
             throw LimitError(concat("a KV cache of ", mib(kv_bytes), " does not fit in ",
                                     context_->info().name, " (", mib(context_->memory_budget()),
-                                    "): lower --ctx"));
+                                    "): lower --ctx, or put fewer layers on it with -ngl"));
         }
         for (const KvLayerShape& s : options_.kv.layers) {
             CacheLayer l;
@@ -133,7 +133,7 @@ class VulkanBackend final : public Backend {
     std::span<const float> logits() const override { return logits_; }
     std::size_t kv_cache_bytes() const override { return cache_bytes_; }
     std::size_t scratch_bytes() const override {
-        std::size_t n = inputs_.bytes() + readback_.bytes();
+        std::size_t n = inputs_.bytes() + readback_.bytes() + carried_.bytes();
         for (const Buffer& b : buffers_) n += b.bytes();
         return n;
     }
@@ -183,7 +183,15 @@ class VulkanBackend final : public Backend {
             static_cast<uint64_t>(g.in.n_outputs() * options_.n_vocab) * sizeof(float);
         if (readback_.bytes() < logits_bytes) readback_ = context_->host_buffer(logits_bytes);
 
-        auto commands = context_->commands(static_cast<uint32_t>(g.ops.size()));
+        // A dispatch per op, or per window of a matrix larger than the device binds at once.
+        uint32_t n_dispatches = 0;
+        for (const Op& op : g.ops) {
+            n_dispatches += op.weight != nullptr && *op.weight
+                                ? static_cast<uint32_t>(device_weight(op).windows.size())
+                                : 1u;
+        }
+        auto commands = context_->commands(n_dispatches);
+        carry_in(g, *commands);
         // MINFER_TRACE: a GPU timestamp before the first op and after each (in the same
         // submission: timing adds no wait).
         const auto n_stamps = static_cast<uint32_t>(g.ops.size() + 1);
@@ -261,36 +269,78 @@ class VulkanBackend final : public Backend {
                 throw UnsupportedError(concat("the Vulkan backend does not read ",
                                               type_name(w.type), " weights (", w.describe(),
                                               "): use --device cpu"));
-            if (w.data.size() > context_->info().max_storage_buffer_bytes)
+            if (rows_per_window(w) == 0)
                 throw UnsupportedError(concat("weight ", w.describe(), " is larger than ",
-                                              context_->info().name, " binds at once"));
+                                              context_->info().name,
+                                              " binds at once, and not a matrix of rows"));
             missing.push_back(op.weight);
             bytes += w.data.size();
         }
         const uint64_t free = context_->memory_budget() -
                               std::min(context_->memory_budget(), context_->device_bytes());
         if (bytes > free) {
-            throw LimitError(concat("the model's weights (", mib(bytes), ") do not fit in ",
-                                    context_->info().name, ": ", mib(free), " of its ",
-                                    mib(context_->memory_budget()),
-                                    " are free beside the KV cache; use --device cpu"));
+            throw LimitError(concat(
+                "the model's weights (", mib(bytes), ") do not fit in ", context_->info().name,
+                ": ", mib(free), " of its ", mib(context_->memory_budget()),
+                " are free beside the KV cache; put fewer layers on it with -ngl N, "
+                "or use --device cpu"));
         }
         for (const Weight* w : missing) {
-            const std::byte* key = w->data.data();
-            Buffer b = context_->device_buffer(w->data.size());
-            context_->upload(b, w->data);
+            DeviceWeight d;
+            d.rows_per_window = rows_per_window(*w);
+            const uint64_t window_bytes = d.rows_per_window * row_bytes_of(*w);
+            for (uint64_t at = 0; at < w->data.size(); at += window_bytes) {
+                const auto part = w->data.subspan(at, std::min(window_bytes, w->data.size() - at));
+                Buffer b = context_->device_buffer(part.size());
+                context_->upload(b, part);
+                d.windows.push_back(std::move(b));
+            }
             weight_bytes_ += w->data.size();
-            weights_.emplace(key, std::move(b));
+            weights_.emplace(w->data.data(), std::move(d));
         }
     }
 
-    const Buffer& weight(const Op& op) const { return weights_.at(op.weight->data.data()); }
+    static uint64_t row_bytes_of(const Weight& w) {
+        return static_cast<uint64_t>(row_size(w.type, w.n_cols()));
+    }
 
+    // Rows of `w` each device buffer of it holds: all of them when it fits in one binding, else
+    // windows of a multiple of 4 rows (each window then starts on a whole word) that the device
+    // binds at once; 0 for a tensor that cannot be split so (a 3-D expert tensor beyond it).
+    uint64_t rows_per_window(const Weight& w) const {
+        const uint64_t limit = context_->weight_binding_limit();
+        const auto rows = static_cast<uint64_t>(w.n_elements() / w.n_cols());
+        if (w.data.size() <= limit) return rows;
+        if (w.ne[2] != 1 || w.ne[3] != 1) return 0;
+        return (limit / row_bytes_of(w)) & ~uint64_t{3};
+    }
+
+    // A weight in device memory: rows [i * rows_per_window, (i + 1) * rows_per_window) in
+    // windows[i]; one window unless the weight is larger than the device binds at once.
+    struct DeviceWeight {
+        std::vector<Buffer> windows;
+        uint64_t rows_per_window = 0;
+    };
+
+    const DeviceWeight& device_weight(const Op& op) const {
+        return weights_.at(op.weight->data.data());
+    }
+    // The weight of an op that reads it whole (vectors, expert tensors): its one window.
+    const Buffer& weight(const Op& op) const { return device_weight(op).windows.front(); }
+
+    // The activation buffers of a batch: a batch too large for what the weights and the cache
+    // leave is refused naming it.
     void allocate(const Graph& g) {
         if (buffers_.size() < g.buffers.size()) buffers_.resize(g.buffers.size());
-        for (std::size_t b = 0; b < g.buffers.size(); ++b) {
-            const auto bytes = static_cast<uint64_t>(g.buffers[b].rows * g.buffers[b].width) * 4;
-            if (buffers_[b].bytes() < bytes) buffers_[b] = context_->device_buffer(bytes);
+        try {
+            for (std::size_t b = 0; b < g.buffers.size(); ++b) {
+                const auto bytes =
+                    static_cast<uint64_t>(g.buffers[b].rows * g.buffers[b].width) * 4;
+                if (buffers_[b].bytes() < bytes) buffers_[b] = context_->device_buffer(bytes);
+            }
+        } catch (const LimitError& e) {
+            throw LimitError(concat("the activations of a batch of ", g.in.n_tokens(),
+                                    " tokens: ", e.what(), "; lower --batch (-b)"));
         }
     }
 
@@ -301,6 +351,24 @@ class VulkanBackend final : public Backend {
         inputs_bytes_up_ += bytes;
     }
 
+    // The rows a split pass carries in (Graph::carried_in), written to a host-visible buffer and
+    // copied to their activation buffers before the first dispatch.
+    void carry_in(const Graph& g, vulkan::Commands& commands) {
+        uint64_t bytes = 0;
+        for (const CarriedRows& c : g.carried_in) bytes += c.values.size() * sizeof(float);
+        if (bytes == 0) return;
+        if (carried_.bytes() < bytes) carried_ = context_->host_buffer(bytes);
+        uint64_t offset = 0;
+        for (const CarriedRows& c : g.carried_in) {
+            const uint64_t n = c.values.size() * sizeof(float);
+            if (n == 0) continue;
+            std::memcpy(static_cast<std::byte*>(carried_.mapped()) + offset, c.values.data(), n);
+            commands.copy(carried_, buffer(c.buffer), n, offset, 0);
+            offset += n;
+        }
+        inputs_bytes_up_ += bytes;
+    }
+
     const Buffer& buffer(BufferId id) const { return buffers_[static_cast<std::size_t>(id)]; }
 
     const vulkan::Pipeline& pipeline(const std::string& shader, uint32_t n_buffers,
@@ -308,11 +376,12 @@ class VulkanBackend final : public Backend {
         auto it = pipelines_.find(shader);
         if (it == pipelines_.end()) {
             it = pipelines_
-                     .emplace(shader, context_->pipeline(vulkan::shader_spirv(shader), n_buffers,
-                                                         push_bytes))
+                     .emplace(shader,
+                              &context_->shared_pipeline(shader, vulkan::shader_spirv(shader),
+                                                         n_buffers, push_bytes))
                      .first;
         }
-        return it->second;
+        return *it->second;
     }
 
     // Workgroups for `count` independent items as an x by y grid (x within the device's limit).
@@ -343,38 +412,58 @@ class VulkanBackend final : public Backend {
     void matmul(vulkan::Commands& c, const Op& op, int64_t n_in, int64_t n_out, int64_t n_rows,
                 bool moe) {
         const Weight& w = *op.weight;
-        const struct {
-            uint32_t n_in, n_out, n_rows, row_bytes, k, per_slot, expert_bytes;
-        } push{u32(n_in),
-               u32(n_out),
-               u32(n_rows),
-               u32(row_size(w.type, n_in)),
-               u32(op.moe.n_used),
-               op.moe.per_slot_input ? 1u : 0u,
-               u32(row_size(w.type, n_in) * static_cast<uint64_t>(n_out))};
         // A CPU device (lavapipe) runs a row per invocation; a GPU a row per workgroup
         // (matmul_vec.comp says why).
         const bool per_invocation = row_per_invocation_;
         const std::string shader = concat(per_invocation ? "matmul_rows_" : "matmul_vec_",
                                           moe ? "moe_" : "", type_name(w.type));
-        const uint32_t row_groups = per_invocation ? (u32(n_out) + 63) / 64 : u32(n_out);
-        const uint32_t x = std::min<uint32_t>(row_groups, context_->max_groups_x());
-        const uint32_t z = (row_groups + x - 1) / x;
-        std::vector<const Buffer*> buffers = {&weight(op), &buffer(op.src0), &buffer(op.dst)};
-        if (moe) buffers.push_back(&buffer(op.src1));
-        c.dispatch(pipeline(shader, static_cast<uint32_t>(buffers.size()), sizeof(push)), buffers,
-                   bytes_of(push), x, u32(n_rows), z);
+        // One dispatch per window of the matrix's rows (one window but for a matrix larger
+        // than the device binds at once).
+        const DeviceWeight& d = device_weight(op);
+        for (std::size_t i = 0; i < d.windows.size(); ++i) {
+            const uint64_t row_base = i * d.rows_per_window;
+            const uint64_t rows =
+                std::min<uint64_t>(d.rows_per_window, static_cast<uint64_t>(n_out) - row_base);
+            const struct {
+                uint32_t n_in, n_out, n_rows, row_bytes, k, per_slot, expert_bytes, row_base,
+                    y_stride;
+            } push{u32(n_in),
+                   u32(rows),
+                   u32(n_rows),
+                   u32(row_size(w.type, n_in)),
+                   u32(op.moe.n_used),
+                   op.moe.per_slot_input ? 1u : 0u,
+                   u32(row_size(w.type, n_in) * static_cast<uint64_t>(n_out)),
+                   u32(row_base),
+                   u32(n_out)};
+            const uint32_t row_groups = per_invocation ? (u32(rows) + 63) / 64 : u32(rows);
+            const uint32_t x = std::min<uint32_t>(row_groups, context_->max_groups_x());
+            const uint32_t z = (row_groups + x - 1) / x;
+            std::vector<const Buffer*> buffers = {&d.windows[i], &buffer(op.src0), &buffer(op.dst)};
+            if (moe) buffers.push_back(&buffer(op.src1));
+            c.dispatch(pipeline(shader, static_cast<uint32_t>(buffers.size()), sizeof(push)),
+                       buffers, bytes_of(push), x, u32(n_rows), z);
+        }
     }
 
     void record(vulkan::Commands& c, const Op& op, const Graph& g, const InputLayout& in) {
         switch (op.type) {
             case OpType::GetRows: {
-                const struct {
-                    uint32_t n_tokens, width, row_bytes, tokens;
-                } push{u32(op.rows), u32(op.width), u32(row_size(op.weight->type, op.width)),
-                       in.tokens};
-                dispatch(c, concat("get_rows_", type_name(op.weight->type)),
-                         {&weight(op), &inputs_, &buffer(op.dst)}, push, push.n_tokens);
+                // One dispatch per window of the table's rows, each looking up the tokens whose
+                // rows it holds.
+                const DeviceWeight& d = device_weight(op);
+                for (std::size_t i = 0; i < d.windows.size(); ++i) {
+                    const struct {
+                        uint32_t n_tokens, width, row_bytes, tokens, row_base, n_window;
+                    } push{u32(op.rows),
+                           u32(op.width),
+                           u32(row_size(op.weight->type, op.width)),
+                           in.tokens,
+                           u32(i * d.rows_per_window),
+                           u32(d.rows_per_window)};
+                    dispatch(c, concat("get_rows_", type_name(op.weight->type)),
+                             {&d.windows[i], &inputs_, &buffer(op.dst)}, push, push.n_tokens);
+                }
                 return;
             }
             case OpType::RmsNorm:
@@ -489,16 +578,18 @@ class VulkanBackend final : public Backend {
     bool row_per_invocation_ = false;  // the products' shader: matmul_rows, else matmul_vec
     std::vector<CacheLayer> cache_;    // per cache layer
     uint64_t cache_bytes_ = 0;
-    std::unordered_map<const std::byte*, Buffer> weights_;  // by the weight's first byte
+    std::unordered_map<const std::byte*, DeviceWeight> weights_;  // by the weight's first byte
     uint64_t weight_bytes_ = 0;                             // uploaded, all at load
     uint64_t inputs_bytes_up_ = 0;      // the batches' inputs, through host-visible memory
     uint64_t logits_bytes_down_ = 0;    // the logits, likewise
     std::vector<Buffer> buffers_;       // by BufferId of the graphs executed (grown, never shrunk)
     Buffer inputs_;                     // host-visible: the batch's InputLayout
     Buffer readback_;                   // host-visible: the logits
+    Buffer carried_;                    // host-visible: rows a split pass carries in
     Buffer dummy_;                      // bound where a shader's optional input is absent
     vulkan::TimestampPool timestamps_;  // MINFER_TRACE's, grown to the largest graph
-    std::unordered_map<std::string, vulkan::Pipeline> pipelines_;  // by shader name
+    // By shader name: the context's, looked up without its lock.
+    std::unordered_map<std::string, const vulkan::Pipeline*> pipelines_;
     std::vector<float> logits_;
 };
 

@@ -163,13 +163,26 @@ std::shared_ptr<Context> Context::open(int index) {
     return c;
 }
 
-uint64_t Context::memory_budget() const {
-    uint64_t budget = info_.device_local_bytes;
-    if (const char* env = std::getenv("MINFER_VULKAN_MEMORY_BUDGET")) {
+namespace {
+
+// `limit`, or the byte count in environment variable `name` when that is smaller (the tests'
+// way to impose a small device).
+uint64_t at_most_environment(uint64_t limit, const char* name) {
+    if (const char* env = std::getenv(name)) {
         const uint64_t b = std::strtoull(env, nullptr, 10);
-        if (b > 0) budget = std::min(budget, b);
+        if (b > 0) limit = std::min(limit, b);
     }
-    return budget;
+    return limit;
+}
+
+}  // namespace
+
+uint64_t Context::memory_budget() const {
+    return at_most_environment(info_.device_local_bytes, "MINFER_VULKAN_MEMORY_BUDGET");
+}
+
+uint64_t Context::weight_binding_limit() const {
+    return at_most_environment(info_.max_storage_buffer_bytes, "MINFER_VULKAN_MAX_BINDING");
 }
 
 TransferStats Context::stats() const {
@@ -180,6 +193,7 @@ TransferStats Context::stats() const {
 Context::~Context() {
     if (device_ == VK_NULL_HANDLE) return;
     vkDeviceWaitIdle(device_);
+    pipelines_.clear();
     if (fence_ != VK_NULL_HANDLE) vkDestroyFence(device_, fence_, nullptr);
     if (command_pool_ != VK_NULL_HANDLE) vkDestroyCommandPool(device_, command_pool_, nullptr);
     vkDestroyDevice(device_, nullptr);
@@ -330,6 +344,18 @@ void Context::download(const Buffer& src, std::span<std::byte> out, uint64_t off
     std::memcpy(out.data(), staging.mapped_, out.size());
     std::lock_guard lock(mutex_);
     stats_.bytes_down += out.size();
+}
+
+const Pipeline& Context::shared_pipeline(const std::string& name, std::span<const uint32_t> spirv,
+                                         uint32_t n_buffers, uint32_t push_bytes) {
+    std::lock_guard lock(pipelines_mutex_);
+    auto it = pipelines_.find(name);
+    if (it == pipelines_.end()) {
+        it = pipelines_
+                 .emplace(name, std::make_unique<Pipeline>(pipeline(spirv, n_buffers, push_bytes)))
+                 .first;
+    }
+    return *it->second;
 }
 
 Pipeline Context::pipeline(std::span<const uint32_t> spirv, uint32_t n_buffers,
@@ -513,9 +539,11 @@ void Commands::copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64
     vkCmdCopyBuffer(commands_, from.get(), to.get(), 1, &region);
     auto after = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
     after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    after.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0,
-                         1, &after, 0, nullptr, 0, nullptr);
+    after.dstAccessMask =
+        VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                         &after, 0, nullptr, 0, nullptr);
 }
 
 void Commands::submit_and_wait() {

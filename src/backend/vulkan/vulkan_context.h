@@ -17,6 +17,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/vulkan/vulkan_devices.h"
@@ -121,7 +122,8 @@ class Commands {
     void reset(const TimestampPool& pool, uint32_t n);
     void timestamp(const TimestampPool& pool, uint32_t i);
     // Copies bytes from one buffer to another after the dispatches recorded so far, visible to
-    // the host (a host-visible `to`) once submit_and_wait() returns.
+    // the dispatches recorded after it, and to the host (a host-visible `to`) once
+    // submit_and_wait() returns.
     void copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_t from_offset = 0,
               uint64_t to_offset = 0);
     // Ends, submits and waits: one submission, one host wait.
@@ -160,6 +162,11 @@ class Context {
     uint64_t device_bytes() const { return device_bytes_.load(); }
     uint64_t memory_budget() const;
     uint32_t max_groups_x() const { return max_groups_[0]; }
+    // The most bytes of a weight one buffer holds: what one storage buffer binding may view
+    // (maxStorageBufferRange; every device buffer is at most that large), or
+    // MINFER_VULKAN_MAX_BINDING (bytes) when that is smaller (the tests' way to make every matrix
+    // come in windows of rows).
+    uint64_t weight_binding_limit() const;
 
     // A device-local storage buffer of `bytes` (at least 4). Throws LimitError naming the size
     // and the device's memory when it does not fit.
@@ -176,6 +183,11 @@ class Context {
     void download(const Buffer& src, std::span<std::byte> out, uint64_t offset = 0);
 
     Pipeline pipeline(std::span<const uint32_t> spirv, uint32_t n_buffers, uint32_t push_bytes);
+    // The pipeline of shader `name` (built from spirv on first use), kept with the context and
+    // shared by every backend on the device: a model loaded after another compiles no shader,
+    // and what a driver keeps of each compilation (lavapipe's LLVM code) is made once.
+    const Pipeline& shared_pipeline(const std::string& name, std::span<const uint32_t> spirv,
+                                    uint32_t n_buffers, uint32_t push_bytes);
     // A pool of `count` timestamps, or an empty one (count() 0) where the queue cannot time.
     TimestampPool timestamps(uint32_t count);
     // A recorder for up to max_dispatches dispatches.
@@ -206,6 +218,8 @@ class Context {
     TransferStats stats_;
     std::atomic<uint64_t> device_bytes_{0};
     mutable std::mutex mutex_;  // the queue, the fence, run_copy's command pool, stats_
+    std::mutex pipelines_mutex_;
+    std::unordered_map<std::string, std::unique_ptr<Pipeline>> pipelines_;  // by shader name
 };
 
 }  // namespace minfer::vulkan

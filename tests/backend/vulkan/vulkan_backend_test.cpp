@@ -18,6 +18,7 @@
 #include <map>
 
 #include "backend/vulkan/vulkan_backend.h"
+#include "backend/vulkan/vulkan_context.h"
 #include "backend/vulkan/vulkan_devices.h"
 #include "common/engine_helpers.h"
 #include "common/fixtures.h"
@@ -145,6 +146,95 @@ TEST_F(VulkanEngine, OneSubmissionPerForwardPassAndNoWeightUploads) {
     expect_no_validation_errors(*t.engine);
 }
 
+// -ngl 1: every layer but the last on the CPU, the last and the output on the device. Within the
+// golden tolerance as the whole pass on either is; each pass still one submission, one wait, no
+// weight uploads, and what goes up beside the inputs is the residual stream the CPU hands over.
+class VulkanSplitParity : public VulkanEngine, public testing::WithParamInterface<std::string> {};
+
+TEST_P(VulkanSplitParity, AgreesWithTheGolden) {
+    MINFER_REQUIRE_FIXTURE(golden_path, "golden/" + GetParam());
+    const test::Golden golden = test::load_golden(golden_path);
+    MINFER_REQUIRE_FIXTURE(model_path, "models/" + golden.model);
+    EngineOptions options = vulkan_options();
+    options.device.gpu_layers = 1;
+    auto t = test::make_engine(model_path, options);
+    ASSERT_EQ(t.engine->backend().name(), "split");
+    const test::ParityFigures f =
+        test::check_golden_parity(*t.engine, golden, golden.tolerance(), /*max_cases=*/2);
+    expect_no_validation_errors(*t.engine);
+    std::printf("vulkan -ngl 1 %-24s %s\n", golden.model.c_str(), f.summary().c_str());
+
+    const DeviceTransfers start = *t.engine->backend().device_transfers();
+    const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7};
+    test::evaluate_all(*t.engine, prompt);  // one pass of 7 tokens
+    const DeviceTransfers end = *t.engine->backend().device_transfers();
+    EXPECT_EQ(end.submissions - start.submissions, 1u);
+    EXPECT_EQ(end.host_waits - start.host_waits, 1u);
+    EXPECT_EQ(end.weight_bytes_up, start.weight_bytes_up);
+    const uint64_t residual = 7u * static_cast<uint64_t>(t.model.model->hparams().n_embd) * 4;
+    EXPECT_GE(end.bytes_up - start.bytes_up, residual);
+    EXPECT_LT(end.bytes_up - start.bytes_up, residual + 4096u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Golden, VulkanSplitParity,
+                         testing::Values("tiny-llama-q8_0.json", "tiny-gemma2-q8_0.json",
+                                         "tiny-phi3-q8_0.json", "tiny-qwen3moe-q8_0.json"),
+                         [](const testing::TestParamInfo<std::string>& p) {
+                             return test::golden_name(p.param);
+                         });
+
+// An engine that ends returns every byte of device memory it took (weights, cache, activations),
+// split or not: a server that unloads models does not grow on the device.
+TEST_F(VulkanEngine, ReturnsItsDeviceMemoryWhenItEnds) {
+    MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-qwen2-q8_0.gguf");
+    const auto context = vulkan::Context::open(device_index());
+    const uint64_t before = context->device_bytes();
+    for (int gpu_layers : {-1, 1}) {
+        EngineOptions options = vulkan_options();
+        options.device.gpu_layers = gpu_layers;
+        auto t = test::make_engine(model_path, options);
+        test::evaluate_all(*t.engine, {1, 2, 3, 4, 5});
+        EXPECT_GT(context->device_bytes(), before + 1000000) << "-ngl " << gpu_layers;
+        t.engine.reset();
+        EXPECT_EQ(context->device_bytes(), before) << "-ngl " << gpu_layers;
+    }
+}
+
+// A matrix larger than the device binds at once (lavapipe binds 128 MiB; Qwen2 0.5B's tied Q8_0
+// embedding is 144 MB) comes in windows of rows, one dispatch each. With a binding limit of 16 KiB
+// imposed, every matrix of these models is windowed (rows of 210-byte Q6_K blocks among them),
+// and the logits are bit for bit those of the whole bindings; an expert tensor beyond the limit
+// is refused, naming it.
+TEST_F(VulkanEngine, MatricesBeyondTheBindingLimitComeInWindows) {
+    std::vector<int32_t> tokens(20);
+    for (int32_t i = 0; i < 20; ++i) tokens[static_cast<std::size_t>(i)] = 1 + i * 13;
+    for (const char* name :
+         {"tiny-llama-q4_k_m.gguf", "tiny-qwen2-q8_0.gguf", "tiny-gemma2-f16.gguf"}) {
+        MINFER_REQUIRE_FIXTURE(model_path, std::string("models/") + name);
+        auto whole = test::make_engine(model_path, vulkan_options());
+        const test::LogitRows expected = test::evaluate_all(*whole.engine, tokens);
+        setenv("MINFER_VULKAN_MAX_BINDING", "16384", 1);
+        auto windowed = test::make_engine(model_path, vulkan_options());
+        unsetenv("MINFER_VULKAN_MAX_BINDING");
+        const test::LogitRows rows = test::evaluate_all(*windowed.engine, tokens);
+        ASSERT_EQ(rows.size(), expected.size());
+        for (std::size_t i = 0; i < rows.size(); ++i)
+            ASSERT_EQ(rows[i], expected[i]) << name << ", position " << i;
+        expect_no_validation_errors(*windowed.engine);
+    }
+    MINFER_REQUIRE_FIXTURE(moe_path, "models/tiny-qwen3moe-q8_0.gguf");
+    setenv("MINFER_VULKAN_MAX_BINDING", "16384", 1);
+    try {
+        test::make_engine(moe_path, vulkan_options());
+        ADD_FAILURE() << "an expert tensor beyond the binding limit was accepted";
+    } catch (const UnsupportedError& e) {
+        EXPECT_NE(std::string(e.what()).find("binds at once, and not a matrix of rows"),
+                  std::string::npos)
+            << e.what();
+    }
+    unsetenv("MINFER_VULKAN_MAX_BINDING");
+}
+
 // MINFER_TRACE on the device: every op of a pass timed by GPU timestamps, in the graph's order,
 // within the pass's one submission.
 TEST_F(VulkanEngine, TraceTimesEveryOpOnTheDevice) {
@@ -267,6 +357,8 @@ TEST_F(VulkanEngine, RefusesWhatItCannotRun) {
     } catch (const LimitError& e) {
         EXPECT_NE(std::string(e.what()).find("do not fit in"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("of its 2.9 MiB are free"), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("fewer layers on it with -ngl N"), std::string::npos)
             << e.what();
     }
     // A cache beyond it: the same, naming --ctx.

@@ -121,18 +121,21 @@ std::vector<float> run_mat_vec(vulkan::Context& c, const std::string& shader, Gg
                                const std::vector<std::byte>& w, const std::vector<float>& x,
                                int64_t n_in, int64_t n_out, int64_t n_tokens) {
     const std::string name = concat(shader, "_", type_name(type));
-    vulkan::Pipeline pipeline = c.pipeline(vulkan::shader_spirv(name), 3, 28);
+    vulkan::Pipeline pipeline = c.pipeline(vulkan::shader_spirv(name), 3, 36);
     vulkan::Buffer wb = c.device_buffer(w.size()), xb = c.device_buffer(x.size() * 4),
                    yb = c.device_buffer(static_cast<uint64_t>(n_out * n_tokens) * 4);
     c.upload(wb, w);
     c.upload(xb, std::as_bytes(std::span(x)));
-    const uint32_t push[7] = {static_cast<uint32_t>(n_in),
+    // n_in, n_out, n_rows, row_bytes, k, per_slot, expert_bytes, row_base, y_stride
+    const uint32_t push[9] = {static_cast<uint32_t>(n_in),
                               static_cast<uint32_t>(n_out),
                               static_cast<uint32_t>(n_tokens),
                               static_cast<uint32_t>(row_size(type, n_in)),
                               0,
                               0,
-                              0};
+                              0,
+                              0,
+                              static_cast<uint32_t>(n_out)};
     const vulkan::Buffer* buffers[] = {&wb, &xb, &yb};
     const auto before = c.stats();
     auto commands = c.commands(1);
@@ -220,9 +223,14 @@ TEST_P(VulkanGgmlBlocks, DequantizeAndMultiplyAsGgml) {
         order[static_cast<std::size_t>(r)] = static_cast<int32_t>(n_out - 1 - r);
     c.upload(ids, std::as_bytes(std::span(order)));
     vulkan::Pipeline get_rows =
-        c.pipeline(vulkan::shader_spirv(concat("get_rows_", type_name(type))), 3, 16);
-    const uint32_t push[4] = {static_cast<uint32_t>(n_out), static_cast<uint32_t>(n_in),
-                              static_cast<uint32_t>(row_size(type, n_in)), 0};
+        c.pipeline(vulkan::shader_spirv(concat("get_rows_", type_name(type))), 3, 24);
+    // n_tokens, width, row_bytes, tokens, row_base, n_window
+    const uint32_t push[6] = {static_cast<uint32_t>(n_out),
+                              static_cast<uint32_t>(n_in),
+                              static_cast<uint32_t>(row_size(type, n_in)),
+                              0,
+                              0,
+                              static_cast<uint32_t>(n_out)};
     const vulkan::Buffer* buffers[] = {&wb, &ids, &rows};
     auto commands = c.commands(1);
     commands->dispatch(get_rows, buffers, std::as_bytes(std::span(push)),

@@ -3,7 +3,7 @@
 // (MINFER_SHARED overrides); without fixtures a test skips, and fails when CI=true.
 // MINFER_SERVE_DEVICE=vulkan (or any --device value) runs every server on that device.
 
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -21,6 +21,16 @@ export function fixture(t, relative) {
   if (process.env.CI === "true") throw new Error(`fixture missing in CI: ${p}`);
   t.skip(`fixture missing: ${p}`);
   return null;
+}
+
+// Whether this machine has a Vulkan device (lavapipe, which scripts/setup.sh installs, is one
+// everywhere): false and a skip without one, a failure in CI.
+export function hasVulkanDevice(t) {
+  const listed = execFileSync(binary, ["--list-devices"], { encoding: "utf8" });
+  if (listed.includes("vulkan:0")) return true;
+  if (process.env.CI === "true") throw new Error("no Vulkan device in CI:\n" + listed);
+  t.skip("no Vulkan device here");
+  return false;
 }
 
 // Runs `minfer serve MODEL ARGS... --port 0` and resolves once it serves. `model` may be an array

@@ -167,6 +167,11 @@ test("--model-options gives one model its own context, sequences and cache type"
 test("memory returns to within 10 % of its start once every model is unloaded", async (t) => {
   const models = names.map((n) => fixture(t, `models/${n}.gguf`));
   if (models.includes(null)) return;
+  // On lavapipe, the driver's own threads and compiler move the process's anonymous memory by a
+  // few MiB from round to round (what minfer allocates on the device it frees: the engine tests
+  // count it); the measure here is minfer's own memory, on the CPU backend.
+  if (process.env.MINFER_SERVE_DEVICE && process.env.MINFER_SERVE_DEVICE !== "cpu")
+    return t.skip(`the driver's memory of --device ${process.env.MINFER_SERVE_DEVICE} is not minfer's`);
   // A cache large enough to be seen: f32, 4 sequences of 4096 positions per model.
   const s = await startServer(models, ["--max-models", "3", "-np", "4", "--ctx", "4096",
                                        "--cache-type", "f32", "-t", "2"],

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import net from "node:net";
 import OpenAI from "openai";
-import { fixture, startServer, metrics, eventually, thinkTemplate } from "./harness.mjs";
+import { fixture, startServer, metrics, eventually, thinkTemplate, hasVulkanDevice } from "./harness.mjs";
 
 const messages = [{ role: "user", content: "Hello there" }];
 
@@ -175,3 +175,45 @@ test("a pipelining client that disconnects frees its sequence at once", async (t
   }
 });
 
+test("a forward pass beyond the GPU's memory fails its request with a 500 saying why; serving goes on", async (t) => {
+  const model = fixture(t, "models/tiny-qwen2-q8_0.gguf");
+  if (!model || !hasVulkanDevice(t)) return;
+  // A device budget of 8 MB holds the weights (5.2 MiB), the cache and a short prompt's
+  // activations, not those of a prompt of 600 tokens in one pass.
+  const device = process.env.MINFER_SERVE_DEVICE ? [] : ["--device", "vulkan"];
+  const server = await startServer(model, [...device, "-np", "1", "--ctx", "1024", "-t", "2"],
+                                   { env: { MINFER_VULKAN_MEMORY_BUDGET: "8000000" } });
+  try {
+    const client = new OpenAI({ baseURL: server.url + "/v1", apiKey: "x", maxRetries: 0 });
+    const long = [{ role: "user", content: "hello world ".repeat(200) }];
+    const why = /the server could not run this request: the activations of a batch of \d+ tokens: Vulkan device .* has no room for/;
+    await assert.rejects(client.chat.completions.create({ model: "m", messages: long, max_tokens: 2 }), (e) => {
+      assert.equal(e.status, 500);
+      assert.match(e.message, why);
+      return true;
+    });
+    // Streamed: the client raises the stream's error (or the 500 before it began).
+    await assert.rejects((async () => {
+      const stream = await client.chat.completions.create({ model: "m", messages: long, max_tokens: 2, stream: true });
+      for await (const chunk of stream) assert.ok(chunk);
+    })(), why);
+    // ollama's and Anthropic's APIs say it in their shapes.
+    const ollama = await fetch(server.url + "/api/chat", {
+      method: "POST", body: JSON.stringify({ model: "m", messages: long, stream: false }) });
+    assert.equal(ollama.status, 500);
+    assert.match((await ollama.json()).error, why);
+    const anthropic = await fetch(server.url + "/v1/messages", {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", messages: long, max_tokens: 2 }) });
+    assert.equal(anthropic.status, 500);
+    const body = await anthropic.json();
+    assert.equal(body.error.type, "api_error");
+    assert.match(body.error.message, why);
+    // The server serves on.
+    const r = await client.chat.completions.create({ model: "m", messages, max_tokens: 2, ignore_eos: true });
+    assert.equal(r.usage.completion_tokens, 2);
+    assert.match(server.log(), /server: a step failed: the activations of a batch of 512 tokens/);
+  } finally {
+    await server.stop();
+  }
+});

@@ -1,6 +1,8 @@
 #version 450
 // dst[t][c] = row tokens[t] of the table W [n_vocab][width] in its GGUF type, dequantized: one
-// workgroup per token, its invocations over the row's values.
+// workgroup per token, its invocations over the row's values. A table larger than the device
+// binds at once comes in windows of n_window rows from row_base, one dispatch each: a token
+// whose row is in another window is left to that window's dispatch.
 
 #include "common.glsl"
 
@@ -15,6 +17,8 @@ layout(push_constant) uniform Shape {
     uint width;
     uint row_bytes;
     uint tokens;  // offset of the token ids in inputs
+    uint row_base;
+    uint n_window;
 } p;
 
 #define VALUES_ONLY
@@ -23,7 +27,9 @@ layout(push_constant) uniform Shape {
 void main() {
     const uint t = group_index();
     if (t >= p.n_tokens) return;
-    const uint row = uint(inputs[p.tokens + t]) * p.row_bytes;
+    const uint id = uint(inputs[p.tokens + t]);
+    if (id < p.row_base || id - p.row_base >= p.n_window) return;
+    const uint row = (id - p.row_base) * p.row_bytes;
     for (uint c = gl_LocalInvocationID.x; c < p.width; c += 64u)
         dst[t * p.width + c] = block_value(row + (c / QK) * BLOCK_BYTES, c % QK);
 }

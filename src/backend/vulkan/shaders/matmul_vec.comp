@@ -5,7 +5,9 @@
 // block read once for them, were tried on the H200: Qwen2 0.5B Q4_0 prompts 608 -> 653 tokens/s,
 // but F16 decoding 227 -> 149: not kept.) W is [n_out][n_in] in its GGUF type
 // (TYPE_X at build time, weight_types.glsl), row r at byte r * row_bytes; x [n_rows][n_in] and
-// y [n_rows][n_out] f32. Rows beyond the x dimension's workgroup limit come in z:
+// y [n_rows][y_stride] f32, row r of the binding written at column row_base + r: a matrix larger
+// than the device binds at once comes in windows of rows, one dispatch each (row_base 0 and
+// y_stride n_out otherwise). Rows beyond the x dimension's workgroup limit come in z:
 // r = group.x + group.z * groups.x.
 //
 // With ROW_PER_INVOCATION (the variant for CPU devices such as lavapipe, which run a workgroup's
@@ -34,6 +36,8 @@ layout(push_constant) uniform Shape {
     uint k;             // MOE: slots per token
     uint per_slot;      // MOE: 1 if x has a row per slot
     uint expert_bytes;  // MOE: bytes of one expert's matrix
+    uint row_base;      // the first row of this window of the matrix
+    uint y_stride;      // values of an output row: the whole matrix's rows
 } p;
 
 #include "weight_types.glsl"
@@ -63,7 +67,7 @@ void main() {
     const uint row = row_start(r, s), xo = input_start(s);
     float sum = 0.0;
     for (uint b = 0u; b < p.n_in / QK; ++b) sum += block_dot(row + b * BLOCK_BYTES, xo + b * QK);
-    y[s * p.n_out + r] = sum;
+    y[s * p.y_stride + p.row_base + r] = sum;
 }
 #else
 shared float partial[64];
@@ -82,6 +86,6 @@ void main() {
         if (lid < h) partial[lid] += partial[lid + h];
         barrier();
     }
-    if (lid == 0u) y[s * p.n_out + r] = partial[0];
+    if (lid == 0u) y[s * p.y_stride + p.row_base + r] = partial[0];
 }
 #endif
