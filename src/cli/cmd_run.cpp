@@ -68,20 +68,32 @@ const char* stop_description(StopReason reason) {
     return "?";
 }
 
-// The engine at start: the KV cache and the weights' repacking (--no-repack: none).
+// The engine at start: the KV cache and the weights' copies: repacked for the CPU (--no-repack:
+// none), uploaded to a GPU.
 struct EngineStart {
     double ms = 0;
-    uint64_t repacked_bytes = 0;
+    uint64_t repacked_bytes = 0;  // copies in host memory
+    uint64_t gpu_bytes = 0;       // copies on a GPU
 };
+
+// "500.9 MB of weights repacked", "480.0 MB of weights on the GPU, 20.9 MB repacked",
+// "weights zero-copy".
+std::string weight_copies(const EngineStart& start) {
+    if (start.gpu_bytes == 0 && start.repacked_bytes == 0) return "weights zero-copy";
+    if (start.gpu_bytes == 0)
+        return concat(format_mib(start.repacked_bytes), " of weights repacked");
+    return concat(format_mib(start.gpu_bytes), " of weights on the GPU",
+                  start.repacked_bytes > 0
+                      ? concat(", ", format_mib(start.repacked_bytes), " repacked")
+                      : std::string());
+}
 
 void print_timings(const LoadedModel& loaded, const EngineStart& start, const SequenceResult& r,
                    int64_t n_ctx) {
     const auto& s = r.stats;
     std::fprintf(stderr, "\nminfer: load        %10.1f ms\n", loaded.load_ms);
     std::fprintf(stderr, "minfer: engine      %10.1f ms (%s)\n", start.ms,
-                 start.repacked_bytes > 0
-                     ? concat(format_mib(start.repacked_bytes), " of weights repacked").c_str()
-                     : "weights zero-copy");
+                 weight_copies(start).c_str());
     std::fprintf(stderr, "minfer: prompt      %10.1f ms / %6lld tokens (%8.1f tokens/s)\n",
                  s.prompt_ms, static_cast<long long>(s.n_prompt), s.prompt_tokens_per_second());
     std::fprintf(stderr, "minfer: generation  %10.1f ms / %6lld tokens (%8.1f tokens/s)\n",
@@ -105,6 +117,7 @@ void print_json(const LoadedModel& loaded, const EngineStart& start, const Seque
                                    {{"load_ms", loaded.load_ms},
                                     {"engine_ms", start.ms},
                                     {"repacked_bytes", start.repacked_bytes},
+                                    {"gpu_weight_bytes", start.gpu_bytes},
                                     {"prompt_n", s.n_prompt},
                                     {"prompt_ms", s.prompt_ms},
                                     {"prompt_per_second", s.prompt_tokens_per_second()},
@@ -176,10 +189,12 @@ void add_run_command(CLI::App& app) {
             ids_mode ? ids : single_prompt_tokens(loaded, text, o->raw, system_text);
         const auto engine_begin = std::chrono::steady_clock::now();
         Engine engine(loaded.model, loaded.tokenizer, to_engine_options(o->context));
+        const auto device = engine.backend().device_transfers();
+        const uint64_t gpu_bytes = device ? device->weight_bytes_up : 0;
         const EngineStart start{std::chrono::duration<double, std::milli>(
                                     std::chrono::steady_clock::now() - engine_begin)
                                     .count(),
-                                engine.backend().weight_copy_bytes()};
+                                engine.backend().weight_copy_bytes() - gpu_bytes, gpu_bytes};
         if (o->dump_graph) {
             std::cout << engine.graph_for_prompt(input).to_string();
             return;
