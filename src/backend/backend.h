@@ -45,6 +45,7 @@ struct DeviceTransfers {
     uint64_t bytes_up = 0;         // host -> device, weights included
     uint64_t bytes_down = 0;       // device -> host
     uint64_t weight_bytes_up = 0;  // of bytes_up: weights (all at load, none per pass)
+    uint64_t weight_bytes_imported = 0;  // weights the device reads in place in the mapped file
     int validation_errors = 0;
     std::string first_validation_error;
 };

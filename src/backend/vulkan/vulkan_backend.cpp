@@ -127,6 +127,17 @@ class VulkanBackend final : public Backend {
                     concat("MINFER_VULKAN_PRODUCTS='", p, "': expected workgroup or invocation"));
             row_per_invocation_ = p == "invocation";
         }
+        // The mapped file's pages imported as device memory instead of copies, on a device whose
+        // memory is the host's (lavapipe, integrated GPUs; a discrete GPU would read them over
+        // the bus). MINFER_VULKAN_IMPORT=0|1 overrides the choice.
+        const std::string& type = context_->info().type;
+        import_weights_ = context_->can_import_host() && (type == "cpu" || type == "integrated");
+        if (const char* import = std::getenv("MINFER_VULKAN_IMPORT")) {
+            const std::string_view v(import);
+            if (v != "0" && v != "1")
+                throw UsageError(concat("MINFER_VULKAN_IMPORT='", v, "': expected 0 or 1"));
+            import_weights_ = v == "1" && context_->can_import_host();
+        }
     }
 
     std::string_view name() const override { return "vulkan"; }
@@ -146,6 +157,7 @@ class VulkanBackend final : public Backend {
         t.bytes_up = s.bytes_up + inputs_bytes_up_;
         t.bytes_down = s.bytes_down + logits_bytes_down_;
         t.weight_bytes_up = weight_bytes_;
+        t.weight_bytes_imported = weight_bytes_imported_;
         t.validation_errors = context_->instance().validation_errors();
         t.first_validation_error = context_->instance().first_validation_error();
         return t;
@@ -256,7 +268,6 @@ class VulkanBackend final : public Backend {
     // graph's validation checked.)
     void upload_weights(const Graph& g) {
         std::vector<const Weight*> missing;
-        uint64_t bytes = 0;
         for (const Op& op : g.ops) {
             if (op.weight == nullptr || !*op.weight || weights_.contains(op.weight->data.data()))
                 continue;
@@ -274,7 +285,33 @@ class VulkanBackend final : public Backend {
                                               context_->info().name,
                                               " binds at once, and not a matrix of rows"));
             missing.push_back(op.weight);
-            bytes += w.data.size();
+        }
+        // Each window imported in place where the device reads host memory as its own (a
+        // unified-memory device), else copied: what is copied must fit beside the KV cache,
+        // checked before the first byte goes up.
+        std::vector<DeviceWeight> made(missing.size());
+        std::vector<std::pair<Buffer*, std::span<const std::byte>>> copies;
+        uint64_t bytes = 0;
+        for (std::size_t i = 0; i < missing.size(); ++i) {
+            const Weight& w = *missing[i];
+            DeviceWeight& d = made[i];
+            d.rows_per_window = rows_per_window(w);
+            const uint64_t window_bytes = d.rows_per_window * row_bytes_of(w);
+            for (uint64_t at = 0; at < w.data.size(); at += window_bytes) {
+                const auto part = w.data.subspan(at, std::min(window_bytes, w.data.size() - at));
+                d.windows.push_back(import_weights_ ? context_->import_host(part) : Buffer());
+                if (d.windows.back()) {
+                    weight_bytes_imported_ += part.size();
+                } else {
+                    bytes += part.size();
+                }
+            }
+            for (std::size_t k = 0; k < d.windows.size(); ++k) {
+                if (d.windows[k]) continue;
+                const uint64_t at = k * window_bytes;
+                copies.emplace_back(&d.windows[k],
+                                    w.data.subspan(at, std::min(window_bytes, w.data.size() - at)));
+            }
         }
         const uint64_t free = context_->memory_budget() -
                               std::min(context_->memory_budget(), context_->device_bytes());
@@ -285,19 +322,13 @@ class VulkanBackend final : public Backend {
                 " are free beside the KV cache; put fewer layers on it with -ngl N, "
                 "or use --device cpu"));
         }
-        for (const Weight* w : missing) {
-            DeviceWeight d;
-            d.rows_per_window = rows_per_window(*w);
-            const uint64_t window_bytes = d.rows_per_window * row_bytes_of(*w);
-            for (uint64_t at = 0; at < w->data.size(); at += window_bytes) {
-                const auto part = w->data.subspan(at, std::min(window_bytes, w->data.size() - at));
-                Buffer b = context_->device_buffer(part.size());
-                context_->upload(b, part);
-                d.windows.push_back(std::move(b));
-            }
-            weight_bytes_ += w->data.size();
-            weights_.emplace(w->data.data(), std::move(d));
+        for (auto& [window, part] : copies) {
+            *window = context_->device_buffer(part.size());
+            context_->upload(*window, part);
+            weight_bytes_ += part.size();
         }
+        for (std::size_t i = 0; i < missing.size(); ++i)
+            weights_.emplace(missing[i]->data.data(), std::move(made[i]));
     }
 
     static uint64_t row_bytes_of(const Weight& w) {
@@ -579,7 +610,9 @@ class VulkanBackend final : public Backend {
     std::vector<CacheLayer> cache_;    // per cache layer
     uint64_t cache_bytes_ = 0;
     std::unordered_map<const std::byte*, DeviceWeight> weights_;  // by the weight's first byte
-    uint64_t weight_bytes_ = 0;                             // uploaded, all at load
+    uint64_t weight_bytes_ = 0;                                   // uploaded, all at load
+    uint64_t weight_bytes_imported_ = 0;  // viewed in place in the mapped file
+    bool import_weights_ = false;
     uint64_t inputs_bytes_up_ = 0;      // the batches' inputs, through host-visible memory
     uint64_t logits_bytes_down_ = 0;    // the logits, likewise
     std::vector<Buffer> buffers_;       // by BufferId of the graphs executed (grown, never shrunk)

@@ -1,6 +1,7 @@
 #include "backend/vulkan/vulkan_context.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -20,6 +21,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
         memory_ = std::exchange(other.memory_, VK_NULL_HANDLE);
         mapped_ = std::exchange(other.mapped_, nullptr);
         bytes_ = std::exchange(other.bytes_, 0);
+        binding_offset_ = std::exchange(other.binding_offset_, 0);
         device_bytes_ = std::exchange(other.device_bytes_, nullptr);
     }
     return *this;
@@ -40,6 +42,7 @@ void Buffer::release() {
     buffer_ = VK_NULL_HANDLE;
     memory_ = VK_NULL_HANDLE;
     mapped_ = nullptr;
+    binding_offset_ = 0;
 }
 
 // ---- Pipeline ----
@@ -145,6 +148,21 @@ std::shared_ptr<Context> Context::open(int index) {
     auto info = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
     info.queueCreateInfoCount = 1;
     info.pQueueCreateInfos = &queue;
+    // Host memory imported as device memory (the mapped model file on a unified-memory device).
+    const char* import_extension = "VK_EXT_external_memory_host";
+    if (c->info_.external_memory_host) {
+        info.enabledExtensionCount = 1;
+        info.ppEnabledExtensionNames = &import_extension;
+        auto host = vk_struct<VkPhysicalDeviceExternalMemoryHostPropertiesEXT>(
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT);
+        auto props2 =
+            vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+        props2.pNext = &host;
+        vkGetPhysicalDeviceProperties2(c->physical_, &props2);
+        c->import_alignment_ = host.minImportedHostPointerAlignment;
+        c->min_binding_alignment_ =
+            std::max<uint64_t>(1, props.limits.minStorageBufferOffsetAlignment);
+    }
     check(vkCreateDevice(c->physical_, &info, nullptr, &c->device_), "vkCreateDevice");
     volkLoadDevice(c->device_);
     vkGetDeviceQueue(c->device_, family, 0, &c->queue_);
@@ -205,6 +223,70 @@ uint32_t Context::memory_type(uint32_t allowed, VkMemoryPropertyFlags wanted) co
             return i;
     }
     return UINT32_MAX;
+}
+
+Buffer Context::import_host(std::span<const std::byte> bytes) {
+    const uint64_t align = import_alignment_;
+    // Whole words only: a binding rounded up past the bytes could reach past the file's mapping.
+    if (align == 0 || (align & (align - 1)) != 0 || bytes.empty() || bytes.size() % 4 != 0)
+        return {};
+    // The pages around the bytes are imported; the buffer starts at the bytes themselves.
+    const auto address = reinterpret_cast<uintptr_t>(bytes.data());
+    const uintptr_t begin = address & ~uintptr_t{align - 1};
+    const uint64_t size = (bytes.size() + 3) & ~uint64_t{3};
+    const uintptr_t end = (address + size + align - 1) & ~uintptr_t{align - 1};
+    const uint64_t offset = address - begin;
+    auto external = vk_struct<VkExternalMemoryBufferCreateInfo>(
+        VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO);
+    external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    auto info = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+    info.pNext = &external;
+    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT;
+    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    // The buffer is bound where the memory's alignment allows, at or before the bytes; the
+    // binding starts `lead` bytes in (a multiple of minStorageBufferOffsetAlignment: GGUF's
+    // tensors are 32-byte aligned, a buffer's memory often 64).
+    VkMemoryRequirements needs{};
+    uint64_t lead = 0;
+    Buffer b;
+    b.device_ = device_;
+    b.bytes_ = size;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        if (b.buffer_ != VK_NULL_HANDLE) vkDestroyBuffer(device_, b.buffer_, nullptr);
+        b.buffer_ = VK_NULL_HANDLE;
+        info.size = size + lead;
+        if (vkCreateBuffer(device_, &info, nullptr, &b.buffer_) != VK_SUCCESS) return {};
+        vkGetBufferMemoryRequirements(device_, b.buffer_, &needs);
+        if (needs.alignment == 0) return {};
+        if (offset % needs.alignment == lead) break;
+        lead = offset % needs.alignment;
+    }
+    if (offset % needs.alignment != lead || lead % min_binding_alignment_ != 0 ||
+        offset - lead + needs.size > end - begin)
+        return {};
+    b.binding_offset_ = lead;
+    auto host = vk_struct<VkMemoryHostPointerPropertiesEXT>(
+        VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT);
+    // The file is mapped read-only; a buffer only the shaders read (declared readonly) never
+    // writes through the pointer.
+    void* pages = reinterpret_cast<void*>(begin);
+    if (vkGetMemoryHostPointerPropertiesEXT(device_,
+                                            VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT,
+                                            pages, &host) != VK_SUCCESS)
+        return {};
+    const uint32_t type = memory_type(needs.memoryTypeBits & host.memoryTypeBits, 0);
+    if (type == UINT32_MAX) return {};
+    auto import = vk_struct<VkImportMemoryHostPointerInfoEXT>(
+        VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT);
+    import.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+    import.pHostPointer = pages;
+    auto alloc = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+    alloc.pNext = &import;
+    alloc.allocationSize = end - begin;
+    alloc.memoryTypeIndex = type;
+    if (vkAllocateMemory(device_, &alloc, nullptr, &b.memory_) != VK_SUCCESS) return {};
+    if (vkBindBufferMemory(device_, b.buffer_, b.memory_, offset - lead) != VK_SUCCESS) return {};
+    return b;
 }
 
 Buffer Context::make_buffer(uint64_t bytes, bool host_visible) {
@@ -272,7 +354,9 @@ void Context::copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_
     if (from_offset > from.bytes() || bytes > from.bytes() - from_offset ||
         to_offset > to.bytes() || bytes > to.bytes() - to_offset)
         throw UsageError(concat("Vulkan copy of ", bytes, " bytes beyond a buffer"));
-    if (bytes > 0) run_copy(from.get(), to.get(), from_offset, to_offset, bytes);
+    if (bytes > 0)
+        run_copy(from.get(), to.get(), from.binding_offset() + from_offset,
+                 to.binding_offset() + to_offset, bytes);
 }
 
 void Context::submit(VkCommandBuffer commands) {
@@ -329,7 +413,7 @@ void Context::upload(Buffer& dst, std::span<const std::byte> bytes, uint64_t off
     if (bytes.empty()) return;
     Buffer staging = make_buffer(bytes.size(), true);
     std::memcpy(staging.mapped_, bytes.data(), bytes.size());
-    run_copy(staging.get(), dst.get(), 0, offset, bytes.size());
+    run_copy(staging.get(), dst.get(), 0, dst.binding_offset() + offset, bytes.size());
     std::lock_guard lock(mutex_);
     stats_.bytes_up += bytes.size();
 }
@@ -340,7 +424,7 @@ void Context::download(const Buffer& src, std::span<std::byte> out, uint64_t off
                                 " beyond a buffer of ", src.bytes()));
     if (out.empty()) return;
     Buffer staging = make_buffer(out.size(), true);
-    run_copy(src.get(), staging.get(), offset, 0, out.size());
+    run_copy(src.get(), staging.get(), src.binding_offset() + offset, 0, out.size());
     std::memcpy(out.data(), staging.mapped_, out.size());
     std::lock_guard lock(mutex_);
     stats_.bytes_down += out.size();
@@ -487,7 +571,7 @@ void Commands::dispatch(const Pipeline& pipeline, std::span<const Buffer* const>
     VkDescriptorBufferInfo infos[kMaxBindings];
     VkWriteDescriptorSet writes[kMaxBindings];
     for (std::size_t i = 0; i < buffers.size(); ++i) {
-        infos[i] = {buffers[i]->get(), 0, VK_WHOLE_SIZE};
+        infos[i] = {buffers[i]->get(), buffers[i]->binding_offset(), VK_WHOLE_SIZE};
         writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
         writes[i].dstSet = set;
         writes[i].dstBinding = static_cast<uint32_t>(i);
@@ -535,7 +619,8 @@ void Commands::copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64
     before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
     vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                          VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
-    const VkBufferCopy region{from_offset, to_offset, bytes};
+    const VkBufferCopy region{from.binding_offset() + from_offset, to.binding_offset() + to_offset,
+                              bytes};
     vkCmdCopyBuffer(commands_, from.get(), to.get(), 1, &region);
     auto after = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
     after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;

@@ -39,6 +39,9 @@ class Buffer {
     uint64_t bytes() const { return bytes_; }
     // The host's view of a host-visible buffer (null for a device-local one).
     void* mapped() const { return mapped_; }
+    // Where its bytes start in the VkBuffer (0 but for an imported one: see import_host); the
+    // descriptors and copies add it.
+    uint64_t binding_offset() const { return binding_offset_; }
     explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
 
   private:
@@ -49,6 +52,7 @@ class Buffer {
     VkDeviceMemory memory_ = VK_NULL_HANDLE;
     void* mapped_ = nullptr;  // host-visible buffers only
     uint64_t bytes_ = 0;
+    uint64_t binding_offset_ = 0;
     std::atomic<uint64_t>* device_bytes_ = nullptr;  // the context's count of device-local bytes
 };
 
@@ -174,6 +178,13 @@ class Context {
     // A host-visible, coherent buffer the host writes and reads through mapped() (inputs the
     // shaders read each pass, results read back) without a copy of its own.
     Buffer host_buffer(uint64_t bytes);
+    // Whether import_host can view host memory in place (VK_EXT_external_memory_host).
+    bool can_import_host() const { return import_alignment_ != 0; }
+    // A buffer viewing `bytes` in place (the pages around them imported as device memory; not
+    // counted in device_bytes()), or an empty Buffer where the device cannot (no import, the
+    // bytes' alignment, no memory type for them): the caller copies then. The bytes must outlive
+    // the buffer.
+    Buffer import_host(std::span<const std::byte> bytes);
     // Copies bytes between two buffers now (one submission, one wait).
     void copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_t from_offset,
               uint64_t to_offset);
@@ -215,6 +226,8 @@ class Context {
     double timestamp_period_ = 1;  // nanoseconds a tick
     VkFence fence_ = VK_NULL_HANDLE;
     uint32_t max_groups_[3] = {};
+    uint64_t import_alignment_ = 0;       // minImportedHostPointerAlignment; 0: no import
+    uint64_t min_binding_alignment_ = 1;  // minStorageBufferOffsetAlignment
     TransferStats stats_;
     std::atomic<uint64_t> device_bytes_{0};
     mutable std::mutex mutex_;  // the queue, the fence, run_copy's command pool, stats_

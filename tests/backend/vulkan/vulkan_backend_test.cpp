@@ -133,13 +133,14 @@ TEST_F(VulkanEngine, OneSubmissionPerForwardPassAndNoWeightUploads) {
     MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-qwen2-q8_0.gguf");
     auto t = test::make_engine(model_path, vulkan_options(GgmlType::F16, 512));
     const DeviceTransfers start = *t.engine->backend().device_transfers();
-    EXPECT_GT(start.weight_bytes_up, 0u);
+    EXPECT_GT(start.weight_bytes_up + start.weight_bytes_imported, 0u);
     const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8};
     test::evaluate_all(*t.engine, prompt);  // one pass of 8 tokens
     const DeviceTransfers end = *t.engine->backend().device_transfers();
     EXPECT_EQ(end.submissions - start.submissions, 1u);
     EXPECT_EQ(end.host_waits - start.host_waits, 1u);
     EXPECT_EQ(end.weight_bytes_up, start.weight_bytes_up);
+    EXPECT_EQ(end.weight_bytes_imported, start.weight_bytes_imported);
     // The logits of 8 rows read back; the inputs are a few hundred bytes.
     EXPECT_EQ(end.bytes_down - start.bytes_down, 8u * t.model.model->hparams().n_vocab * 4);
     EXPECT_LT(end.bytes_up - start.bytes_up, 4096u);
@@ -184,19 +185,55 @@ INSTANTIATE_TEST_SUITE_P(Golden, VulkanSplitParity,
                          });
 
 // An engine that ends returns every byte of device memory it took (weights, cache, activations),
-// split or not: a server that unloads models does not grow on the device.
+// split or not, its weights copied or imported: a server that unloads models does not grow on
+// the device.
 TEST_F(VulkanEngine, ReturnsItsDeviceMemoryWhenItEnds) {
     MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-qwen2-q8_0.gguf");
     const auto context = vulkan::Context::open(device_index());
     const uint64_t before = context->device_bytes();
-    for (int gpu_layers : {-1, 1}) {
-        EngineOptions options = vulkan_options();
-        options.device.gpu_layers = gpu_layers;
-        auto t = test::make_engine(model_path, options);
-        test::evaluate_all(*t.engine, {1, 2, 3, 4, 5});
-        EXPECT_GT(context->device_bytes(), before + 1000000) << "-ngl " << gpu_layers;
-        t.engine.reset();
-        EXPECT_EQ(context->device_bytes(), before) << "-ngl " << gpu_layers;
+    for (const char* import : {"0", "1"}) {
+        setenv("MINFER_VULKAN_IMPORT", import, 1);
+        for (int gpu_layers : {-1, 1}) {
+            EngineOptions options = vulkan_options();
+            options.device.gpu_layers = gpu_layers;
+            auto t = test::make_engine(model_path, options);
+            test::evaluate_all(*t.engine, {1, 2, 3, 4, 5});
+            EXPECT_GT(context->device_bytes(), before) << "-ngl " << gpu_layers;
+            t.engine.reset();
+            EXPECT_EQ(context->device_bytes(), before) << "-ngl " << gpu_layers;
+        }
+    }
+    unsetenv("MINFER_VULKAN_IMPORT");
+}
+
+// On a device that reads host memory as its own (lavapipe; integrated GPUs), the weights are the
+// mapped file's pages imported in place: no byte uploaded, no device memory taken, the logits
+// bit for bit those of copied weights (MINFER_VULKAN_IMPORT=0).
+TEST_F(VulkanEngine, ImportsTheMappedWeightsWhereTheDeviceCan) {
+    if (!vulkan::Context::open(device_index())->can_import_host())
+        GTEST_SKIP() << "this Vulkan device imports no host memory";
+    std::vector<int32_t> tokens(12);
+    for (int32_t i = 0; i < 12; ++i) tokens[static_cast<std::size_t>(i)] = 2 + i * 7;
+    for (const char* name : {"tiny-llama-q4_k_m.gguf", "tiny-gemma3-q8_0.gguf"}) {
+        MINFER_REQUIRE_FIXTURE(model_path, std::string("models/") + name);
+        setenv("MINFER_VULKAN_IMPORT", "0", 1);
+        auto copied = test::make_engine(model_path, vulkan_options());
+        setenv("MINFER_VULKAN_IMPORT", "1", 1);
+        auto imported = test::make_engine(model_path, vulkan_options());
+        unsetenv("MINFER_VULKAN_IMPORT");
+        const DeviceTransfers c = *copied.engine->backend().device_transfers();
+        const DeviceTransfers i = *imported.engine->backend().device_transfers();
+        EXPECT_GT(c.weight_bytes_up, 0u) << name;
+        EXPECT_EQ(c.weight_bytes_imported, 0u) << name;
+        EXPECT_EQ(i.weight_bytes_up, 0u) << name;
+        EXPECT_EQ(i.weight_bytes_imported, c.weight_bytes_up) << name;
+        EXPECT_EQ(imported.engine->backend().weight_copy_bytes(), 0u) << name;
+        const test::LogitRows expected = test::evaluate_all(*copied.engine, tokens);
+        const test::LogitRows rows = test::evaluate_all(*imported.engine, tokens);
+        ASSERT_EQ(rows.size(), expected.size());
+        for (std::size_t k = 0; k < rows.size(); ++k)
+            ASSERT_EQ(rows[k], expected[k]) << name << ", position " << k;
+        expect_no_validation_errors(*imported.engine);
     }
 }
 
@@ -348,8 +385,9 @@ TEST_F(VulkanEngine, RefusesWhatItCannotRun) {
                   std::string::npos)
             << e.what();
     }
-    // A device memory budget (3 MB) that holds the cache (1 MiB) but not the weights (4.4 MiB):
-    // refused with the sizes before anything is uploaded.
+    // A device memory budget (3 MB) that holds the cache (1 MiB) but not the weights (4.4 MiB)
+    // copied: refused with the sizes before anything is uploaded.
+    setenv("MINFER_VULKAN_IMPORT", "0", 1);
     setenv("MINFER_VULKAN_MEMORY_BUDGET", "3000000", 1);
     try {
         test::make_engine(model_path, vulkan_options());
@@ -370,6 +408,7 @@ TEST_F(VulkanEngine, RefusesWhatItCannotRun) {
         EXPECT_NE(std::string(e.what()).find("lower --ctx"), std::string::npos) << e.what();
     }
     unsetenv("MINFER_VULKAN_MEMORY_BUDGET");
+    unsetenv("MINFER_VULKAN_IMPORT");
 }
 
 }  // namespace

@@ -178,11 +178,11 @@ test("a pipelining client that disconnects frees its sequence at once", async (t
 test("a forward pass beyond the GPU's memory fails its request with a 500 saying why; serving goes on", async (t) => {
   const model = fixture(t, "models/tiny-qwen2-q8_0.gguf");
   if (!model || !hasVulkanDevice(t)) return;
-  // A device budget of 8 MB holds the weights (5.2 MiB), the cache and a short prompt's
-  // activations, not those of a prompt of 600 tokens in one pass.
+  // A device budget of 8 MB holds the weights (5.2 MiB, copied to the device), the cache and a
+  // short prompt's activations, not those of a prompt of 600 tokens in one pass.
   const device = process.env.MINFER_SERVE_DEVICE ? [] : ["--device", "vulkan"];
   const server = await startServer(model, [...device, "-np", "1", "--ctx", "1024", "-t", "2"],
-                                   { env: { MINFER_VULKAN_MEMORY_BUDGET: "8000000" } });
+                                   { env: { MINFER_VULKAN_MEMORY_BUDGET: "8000000", MINFER_VULKAN_IMPORT: "0" } });
   try {
     const client = new OpenAI({ baseURL: server.url + "/v1", apiKey: "x", maxRetries: 0 });
     const long = [{ role: "user", content: "hello world ".repeat(200) }];
