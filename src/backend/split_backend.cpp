@@ -113,6 +113,14 @@ SplitGraphs split_graph(const Graph& graph, int first_back_layer) {
         if (uses_cache(op) && (op.kv_layer >= first_back_layer) != in_back)
             throw UsageError(concat("graph op ", op_name(op), ": cache layer ", op.kv_layer,
                                     " is on the other side of the split"));
+        // (The parts are validated by their backends; the buffers are indexed here first.)
+        for (int k = 0; k < 3; ++k) {
+            const BufferId b = operand_buffer(op, k);
+            if (op_def(op.type).operand(k).access != Access::kUnused &&
+                (b < 0 || static_cast<std::size_t>(b) >= graph.buffers.size()))
+                throw UsageError(
+                    concat("graph op ", op_name(op), ": buffer ", b, " is not declared"));
+        }
     }
 
     SplitGraphs parts{part_of(graph, 0, cut), part_of(graph, cut, graph.ops.size())};

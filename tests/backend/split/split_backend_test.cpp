@@ -70,6 +70,16 @@ TEST(SplitGraph, CutsBeforeTheLayerAndCarriesTheResidualStream) {
     EXPECT_EQ(split_graph(g, n_layers - 1).back.ops.front().layer, n_layers - 1);
     EXPECT_THROW(split_graph(g, 0), UsageError);
     EXPECT_THROW(split_graph(g, n_layers), UsageError);
+    // A buffer no declaration names is refused before the parts index it.
+    Graph bad = g;
+    bad.ops.back().src0 = 999;
+    try {
+        split_graph(bad, 1);
+        ADD_FAILURE() << "an undeclared buffer was accepted";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("buffer 999 is not declared"), std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(SplitGraph, GivesEachBackendTheCacheLayersOfItsPart) {
