@@ -109,6 +109,9 @@ class Handler(BaseHTTPRequestHandler):
     def reply(self, status, body=b"", headers=None):
         if isinstance(body, str):
             body = body.encode()
+        # Recorded before the client can have the answer: a test that clears the log once the
+        # client has exited must not find this request there afterwards.
+        self.record(status, len(body))
         self.send_response(status)
         for k, v in (headers or {}).items():
             self.send_header(k, v)
@@ -116,7 +119,6 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
-        self.record(status, len(body))
 
     def json_reply(self, status, obj, headers=None):
         h = {"Content-Type": "application/json"}

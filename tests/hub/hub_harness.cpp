@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <chrono>
 #include <thread>
 
 #include "core/file_io.h"
@@ -124,6 +125,10 @@ std::vector<nlohmann::json> FakeHub::requests() const {
 }
 
 void FakeHub::clear_requests() const {
+    // The hub records a data request after its last byte went out, which a client that read it
+    // and exited may not have waited for: let such a record land before the log is cleared.
+    // (API replies are recorded before they are sent.)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::ofstream(dir_ / "requests.jsonl", std::ios::trunc);
 }
 
