@@ -41,6 +41,7 @@ struct BackendOptions {
 // findings where it is on (MINFER_VULKAN_VALIDATION=1).
 struct DeviceTransfers {
     uint64_t submissions = 0;      // queue submissions
+    uint64_t dispatches = 0;       // kernels launched (compute dispatches)
     uint64_t host_waits = 0;       // waits of the host for the device
     uint64_t bytes_up = 0;         // host -> device, weights included
     uint64_t bytes_down = 0;       // device -> host

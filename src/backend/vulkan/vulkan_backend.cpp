@@ -37,6 +37,15 @@ bool shader_reads(GgmlType type) {
 constexpr int64_t kMaxHeadDim = 256;
 constexpr int64_t kMaxExperts = 256;
 
+// Attention's splits (attention_common.glsl): positions per split unless
+// MINFER_VULKAN_ATTENTION_SPAN says otherwise (the same for every pass: a token's bits depend on
+// it). On a GPU a pass with fewer (token, head) pairs than kSplitBelowPairs (a decode step: a
+// handful of workgroups that would each walk the whole context) runs a workgroup per split, if
+// the splits' states take at most kMaxPartialBytes; the bits are those of the single pass.
+constexpr uint32_t kDefaultAttentionSpan = 256;
+constexpr uint64_t kSplitBelowPairs = 1024;
+constexpr uint64_t kMaxPartialBytes = uint64_t{64} << 20;
+
 template <class T>
 std::span<const std::byte> bytes_of(const T& push) {
     return std::as_bytes(std::span(&push, 1));
@@ -127,6 +136,25 @@ class VulkanBackend final : public Backend {
                     concat("MINFER_VULKAN_PRODUCTS='", p, "': expected workgroup or invocation"));
             row_per_invocation_ = p == "invocation";
         }
+        // MINFER_VULKAN_ATTENTION_SPLIT=auto|always|never and MINFER_VULKAN_ATTENTION_SPAN=N
+        // override attention's split (the tests run the split pass on lavapipe, in short spans).
+        if (const char* split = std::getenv("MINFER_VULKAN_ATTENTION_SPLIT")) {
+            const std::string_view v(split);
+            if (v != "auto" && v != "always" && v != "never")
+                throw UsageError(concat("MINFER_VULKAN_ATTENTION_SPLIT='", v,
+                                        "': expected auto, always or never"));
+            attention_split_ = v == "auto"     ? SplitChoice::kAuto
+                               : v == "always" ? SplitChoice::kAlways
+                                               : SplitChoice::kNever;
+        }
+        if (const char* span = std::getenv("MINFER_VULKAN_ATTENTION_SPAN")) {
+            char* end = nullptr;
+            const unsigned long v = std::strtoul(span, &end, 10);
+            if (end == span || *end != '\0' || v < 64 || v > 65536 || v % 64 != 0)
+                throw UsageError(concat("MINFER_VULKAN_ATTENTION_SPAN='", span,
+                                        "': expected a multiple of 64 from 64 to 65536"));
+            attention_span_ = static_cast<uint32_t>(v);
+        }
         // The mapped file's pages imported as device memory instead of copies, on a device whose
         // memory is the host's (lavapipe, integrated GPUs; a discrete GPU would read them over
         // the bus). MINFER_VULKAN_IMPORT=0|1 overrides the choice.
@@ -144,7 +172,7 @@ class VulkanBackend final : public Backend {
     std::span<const float> logits() const override { return logits_; }
     std::size_t kv_cache_bytes() const override { return cache_bytes_; }
     std::size_t scratch_bytes() const override {
-        std::size_t n = inputs_.bytes() + readback_.bytes() + carried_.bytes();
+        std::size_t n = inputs_.bytes() + readback_.bytes() + carried_.bytes() + partials_.bytes();
         for (const Buffer& b : buffers_) n += b.bytes();
         return n;
     }
@@ -153,6 +181,7 @@ class VulkanBackend final : public Backend {
         const vulkan::TransferStats& s = context_->stats();
         DeviceTransfers t;
         t.submissions = s.submissions;
+        t.dispatches = s.dispatches;
         t.host_waits = s.host_waits;
         t.bytes_up = s.bytes_up + inputs_bytes_up_;
         t.bytes_down = s.bytes_down + logits_bytes_down_;
@@ -195,12 +224,15 @@ class VulkanBackend final : public Backend {
             static_cast<uint64_t>(g.in.n_outputs() * options_.n_vocab) * sizeof(float);
         if (readback_.bytes() < logits_bytes) readback_ = context_->host_buffer(logits_bytes);
 
-        // A dispatch per op, or per window of a matrix larger than the device binds at once.
+        // A dispatch per op, or per window of a matrix larger than the device binds at once, or
+        // two for a split attention.
         uint32_t n_dispatches = 0;
         for (const Op& op : g.ops) {
-            n_dispatches += op.weight != nullptr && *op.weight
-                                ? static_cast<uint32_t>(device_weight(op).windows.size())
-                                : 1u;
+            if (op.weight != nullptr && *op.weight) {
+                n_dispatches += static_cast<uint32_t>(device_weight(op).windows.size());
+            } else {
+                n_dispatches += op.type == OpType::Attention && attention_splits(op, g) > 0 ? 2 : 1;
+            }
         }
         auto commands = context_->commands(n_dispatches);
         carry_in(g, *commands);
@@ -359,8 +391,33 @@ class VulkanBackend final : public Backend {
     // The weight of an op that reads it whole (vectors, expert tensors): its one window.
     const Buffer& weight(const Op& op) const { return device_weight(op).windows.front(); }
 
-    // The activation buffers of a batch: a batch too large for what the weights and the cache
-    // leave is refused naming it.
+    // The splits of an attention op's split pass (its batch's longest token's), or 0 for the
+    // single pass (kSplitBelowPairs says when each is chosen).
+    uint32_t attention_splits(const Op& op, const Graph& g) const {
+        if (attention_split_ == SplitChoice::kNever) return 0;
+        int64_t longest = 1;
+        for (const int32_t pos : g.in.positions) {
+            const int64_t window = op.attn.window;
+            const int64_t first = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
+            longest = std::max<int64_t>(longest, pos - first + 1);
+        }
+        const auto splits = static_cast<uint64_t>((longest - 1) / attention_span_ + 1);
+        const auto pairs = static_cast<uint64_t>(op.rows * op.attn.n_head);
+        if (attention_split_ == SplitChoice::kAuto &&
+            (row_per_invocation_ || splits < 2 || pairs >= kSplitBelowPairs))
+            return 0;
+        if (partial_bytes(op, splits) > kMaxPartialBytes) return 0;
+        return static_cast<uint32_t>(splits);
+    }
+
+    // Bytes of the split pass's states: m, s and the weighted sum of V per (token, head, split).
+    static uint64_t partial_bytes(const Op& op, uint64_t splits) {
+        return static_cast<uint64_t>(op.rows * op.attn.n_head) * splits *
+               static_cast<uint64_t>(2 + op.attn.head_dim_v) * sizeof(float);
+    }
+
+    // The activation buffers of a batch, and the states of its split attention: a batch too
+    // large for what the weights and the cache leave is refused naming it.
     void allocate(const Graph& g) {
         if (buffers_.size() < g.buffers.size()) buffers_.resize(g.buffers.size());
         try {
@@ -368,6 +425,11 @@ class VulkanBackend final : public Backend {
                 const auto bytes =
                     static_cast<uint64_t>(g.buffers[b].rows * g.buffers[b].width) * 4;
                 if (buffers_[b].bytes() < bytes) buffers_[b] = context_->device_buffer(bytes);
+            }
+            for (const Op& op : g.ops) {
+                if (op.type != OpType::Attention) continue;
+                const uint64_t bytes = partial_bytes(op, attention_splits(op, g));
+                if (partials_.bytes() < bytes) partials_ = context_->device_buffer(bytes);
             }
         } catch (const LimitError& e) {
             throw LimitError(concat("the activations of a batch of ", g.in.n_tokens(),
@@ -559,16 +621,31 @@ class VulkanBackend final : public Backend {
             case OpType::Attention: {
                 const CacheLayer& l = cache_[static_cast<std::size_t>(op.kv_layer)];
                 const AttentionParams& a = op.attn;
+                const uint32_t splits = attention_splits(op, g);
                 const struct {
-                    uint32_t n_head, n_head_kv, head_dim_k, head_dim_v;
+                    uint32_t n_tokens, n_head, n_head_kv, head_dim_k, head_dim_v;
                     float scale, softcap;
-                    uint32_t window, block_size, positions, sequence, table_begin, table_blocks;
-                } push{u32(a.n_head), u32(a.n_head_kv), u32(a.head_dim_k), u32(a.head_dim_v),
-                       a.scale,       a.softcap,        u32(a.window),     u32(g.kv_block_size),
-                       in.positions,  in.sequence,      in.table_begin,    in.table_blocks};
-                dispatch(c, concat("attention_", cache_type_),
-                         {&buffer(op.src0), &buffer(op.dst), &inputs_, &l.k, &l.v}, push,
-                         static_cast<uint64_t>(op.rows * a.n_head));
+                    uint32_t window, block_size, positions, sequence, table_begin, table_blocks,
+                        span, n_splits;
+                } push{u32(op.rows),      u32(a.n_head),     u32(a.n_head_kv),
+                       u32(a.head_dim_k), u32(a.head_dim_v), a.scale,
+                       a.softcap,         u32(a.window),     u32(g.kv_block_size),
+                       in.positions,      in.sequence,       in.table_begin,
+                       in.table_blocks,   attention_span_,   std::max(splits, 1u)};
+                const auto pairs = static_cast<uint64_t>(op.rows * a.n_head);
+                if (splits == 0) {
+                    dispatch(c, concat("attention_", cache_type_),
+                             {&buffer(op.src0), &buffer(op.dst), &inputs_, &l.k, &l.v}, push,
+                             pairs);
+                    return;
+                }
+                // A workgroup per (token, head, split), then one per (token, head) merging them.
+                dispatch(c, concat("attention_split_", cache_type_),
+                         {&buffer(op.src0), &partials_, &inputs_, &l.k, &l.v}, push,
+                         pairs * splits);
+                c.barrier();
+                dispatch(c, "attention_combine", {&partials_, &buffer(op.dst), &inputs_}, push,
+                         pairs);
                 return;
             }
             case OpType::SelectRows: {
@@ -607,6 +684,9 @@ class VulkanBackend final : public Backend {
     std::shared_ptr<vulkan::Context> context_;  // shared by the backends on the device
     std::string cache_type_;           // "f16", "f32", "q8_0": the store_kv and attention variants
     bool row_per_invocation_ = false;  // the products' shader: matmul_rows, else matmul_vec
+    enum class SplitChoice { kAuto, kAlways, kNever };
+    SplitChoice attention_split_ = SplitChoice::kAuto;  // attention_splits() says how
+    uint32_t attention_span_ = kDefaultAttentionSpan;   // positions per split
     std::vector<CacheLayer> cache_;    // per cache layer
     uint64_t cache_bytes_ = 0;
     std::unordered_map<const std::byte*, DeviceWeight> weights_;  // by the weight's first byte
@@ -619,6 +699,7 @@ class VulkanBackend final : public Backend {
     Buffer inputs_;                     // host-visible: the batch's InputLayout
     Buffer readback_;                   // host-visible: the logits
     Buffer carried_;                    // host-visible: rows a split pass carries in
+    Buffer partials_;                   // the states of a split attention (attention.comp)
     Buffer dummy_;                      // bound where a shader's optional input is absent
     vulkan::TimestampPool timestamps_;  // MINFER_TRACE's, grown to the largest graph
     // By shader name: the context's, looked up without its lock.

@@ -359,9 +359,10 @@ void Context::copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_
                  to.binding_offset() + to_offset, bytes);
 }
 
-void Context::submit(VkCommandBuffer commands) {
+void Context::submit(VkCommandBuffer commands, uint64_t dispatches) {
     std::lock_guard lock(mutex_);
     submit_locked(commands);
+    stats_.dispatches += dispatches;
 }
 
 void Context::submit_locked(VkCommandBuffer commands) {
@@ -589,6 +590,7 @@ void Commands::dispatch(const Pipeline& pipeline, std::span<const Buffer* const>
                            static_cast<uint32_t>(push.size()), push.data());
     }
     vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
+    ++dispatches_;
 }
 
 void Commands::barrier() {
@@ -635,7 +637,7 @@ void Commands::submit_and_wait() {
     if (submitted_) throw UsageError("Vulkan commands submitted twice");
     check(vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
     submitted_ = true;
-    context_.submit(commands_);
+    context_.submit(commands_, dispatches_);
 }
 
 }  // namespace minfer::vulkan

@@ -103,6 +103,7 @@ class TimestampPool {
 // What the device did since it was opened.
 struct TransferStats {
     uint64_t submissions = 0;  // vkQueueSubmit calls
+    uint64_t dispatches = 0;   // vkCmdDispatch calls recorded
     uint64_t host_waits = 0;   // waits of the host for the device
     uint64_t bytes_up = 0;     // host -> device
     uint64_t bytes_down = 0;   // device -> host
@@ -143,6 +144,7 @@ class Commands {
     VkCommandBuffer commands_ = VK_NULL_HANDLE;
     VkDescriptorPool pool_ = VK_NULL_HANDLE;
     bool submitted_ = false;
+    uint64_t dispatches_ = 0;  // recorded so far
 };
 
 class Context {
@@ -211,7 +213,8 @@ class Context {
     uint32_t memory_type(uint32_t allowed, VkMemoryPropertyFlags wanted) const;
     void run_copy(VkBuffer from, VkBuffer to, uint64_t src_offset, uint64_t dst_offset,
                   uint64_t bytes);
-    void submit(VkCommandBuffer commands);         // takes the lock
+    // Takes the lock; `dispatches`: those recorded in `commands`, for stats_.
+    void submit(VkCommandBuffer commands, uint64_t dispatches);
     void submit_locked(VkCommandBuffer commands);  // with the lock held
 
     std::shared_ptr<Instance> instance_;

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -270,6 +271,60 @@ TEST_F(VulkanEngine, MatricesBeyondTheBindingLimitComeInWindows) {
             << e.what();
     }
     unsetenv("MINFER_VULKAN_MAX_BINDING");
+}
+
+// Attention split over the positions (attention_common.glsl), spans of 64 imposed so that these
+// contexts of 99 to 200 positions take 2 to 4: a workgroup per (token, head, split) and a combine
+// pass give bit for bit the logits of the single pass, which walks the same splits (global
+// attention, sliding windows with soft-capping, GQA; f16, f32 and q8_0 caches); and the split pass
+// agrees with the golden.
+TEST_F(VulkanEngine, AttentionSplitOverThePositionsGivesTheSinglePassBits) {
+    setenv("MINFER_VULKAN_ATTENTION_SPAN", "64", 1);
+    const std::pair<const char*, GgmlType> cases[] = {{"tiny-llama-q8_0.json", GgmlType::F16},
+                                                      {"tiny-gemma2-f16.json", GgmlType::F16},
+                                                      {"tiny-phi3-q8_0.json", GgmlType::Q8_0},
+                                                      {"tiny-qwen3-q8_0.json", GgmlType::F32}};
+    for (const auto& [file, kv_type] : cases) {
+        SCOPED_TRACE(file);
+        MINFER_REQUIRE_FIXTURE(golden_path, std::string("golden/") + file);
+        const test::Golden golden = test::load_golden(golden_path);
+        MINFER_REQUIRE_FIXTURE(model_path, "models/" + golden.model);
+        std::vector<int32_t> text;
+        for (const auto& c : golden.cases) {
+            if (c.all_tokens().size() > text.size()) text = c.all_tokens();
+        }
+        ASSERT_GT(text.size(), 64u);  // two splits at least
+        // The same passes with the single pass, then the split one.
+        std::map<std::string, uint64_t> dispatches;
+        std::map<std::string, test::LogitRows> logits;
+        std::map<std::string, test::TestEngine> engines;
+        for (const char* choice : {"never", "always"}) {
+            setenv("MINFER_VULKAN_ATTENTION_SPLIT", choice, 1);
+            engines.emplace(choice, test::make_engine(model_path, vulkan_options(kv_type)));
+            Engine& engine = *engines.at(choice).engine;
+            const uint64_t before = engine.backend().device_transfers()->dispatches;
+            logits[choice] = test::evaluate_all(engine, text);
+            dispatches[choice] = engine.backend().device_transfers()->dispatches - before;
+        }
+        Engine& split = *engines.at("always").engine;
+        // Two dispatches (split, combine) for each attention op of each pass instead of one.
+        const Graph g = split.graph_for_prompt(text, /*all_logits=*/true);
+        const auto n_attention = static_cast<uint64_t>(std::count_if(
+            g.ops.begin(), g.ops.end(), [](const Op& op) { return op.type == OpType::Attention; }));
+        const uint64_t passes = (text.size() + 6) / 7;
+        EXPECT_EQ(dispatches["always"] - dispatches["never"], passes * n_attention);
+        const test::LogitRows& rows = logits["always"];
+        const test::LogitRows& expected = logits["never"];
+        ASSERT_EQ(rows.size(), expected.size());
+        for (std::size_t i = 0; i < rows.size(); ++i)
+            ASSERT_EQ(rows[i], expected[i]) << "position " << i;
+        const test::ParityFigures f =
+            test::check_golden_parity(split, golden, golden.tolerance() * 2.0);
+        expect_no_validation_errors(split);
+        std::printf("vulkan split attention %-24s %s\n", golden.model.c_str(), f.summary().c_str());
+    }
+    unsetenv("MINFER_VULKAN_ATTENTION_SPLIT");
+    unsetenv("MINFER_VULKAN_ATTENTION_SPAN");
 }
 
 // MINFER_TRACE on the device: every op of a pass timed by GPU timestamps, in the graph's order,
