@@ -42,6 +42,7 @@ struct BackendOptions {
 struct DeviceTransfers {
     uint64_t submissions = 0;      // queue submissions
     uint64_t dispatches = 0;       // kernels launched (compute dispatches)
+    uint64_t recordings = 0;       // command buffers recorded (not a pass submitted as before)
     uint64_t host_waits = 0;       // waits of the host for the device
     uint64_t bytes_up = 0;         // host -> device, weights included
     uint64_t bytes_down = 0;       // device -> host

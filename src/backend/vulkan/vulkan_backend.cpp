@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/vulkan/vulkan_commands.h"
 #include "backend/vulkan/vulkan_context.h"
 #include "backend/vulkan/vulkan_shaders.h"
 #include "core/error.h"
@@ -62,9 +63,11 @@ uint32_t u32(int64_t v) {
     return static_cast<uint32_t>(v);
 }
 
-// The batch's per-token inputs in one int32 array, each at its offset (in values).
+// The batch's per-token inputs in one int32 array, each at its offset (in values). The block
+// tables, whose length grows with the sequences, come last: the other offsets (which the push
+// constants carry) stay put from one decode step to the next, so their recorded pass is reused.
 struct InputLayout {
-    uint32_t tokens, positions, kv_slots, sequence, table_begin, table_blocks, output_rows;
+    uint32_t tokens, positions, kv_slots, sequence, table_begin, output_rows, table_blocks;
     std::vector<int32_t> values;
 };
 
@@ -80,8 +83,8 @@ InputLayout pack_inputs(const BatchInputs& in) {
     l.kv_slots = append(in.kv_slots);
     l.sequence = append(in.sequence);
     l.table_begin = append(in.table_begin);
-    l.table_blocks = append(in.table_blocks);
     l.output_rows = append(in.output_rows);
+    l.table_blocks = append(in.table_blocks);
     return l;
 }
 
@@ -182,6 +185,7 @@ class VulkanBackend final : public Backend {
         DeviceTransfers t;
         t.submissions = s.submissions;
         t.dispatches = s.dispatches;
+        t.recordings = s.recordings;
         t.host_waits = s.host_waits;
         t.bytes_up = s.bytes_up + inputs_bytes_up_;
         t.bytes_down = s.bytes_down + logits_bytes_down_;
@@ -224,34 +228,26 @@ class VulkanBackend final : public Backend {
             static_cast<uint64_t>(g.in.n_outputs() * options_.n_vocab) * sizeof(float);
         if (readback_.bytes() < logits_bytes) readback_ = context_->host_buffer(logits_bytes);
 
-        // A dispatch per op, or per window of a matrix larger than the device binds at once, or
-        // two for a split attention.
-        uint32_t n_dispatches = 0;
-        for (const Op& op : g.ops) {
-            if (op.weight != nullptr && *op.weight) {
-                n_dispatches += static_cast<uint32_t>(device_weight(op).windows.size());
-            } else {
-                n_dispatches += op.type == OpType::Attention && attention_splits(op, g) > 0 ? 2 : 1;
-            }
-        }
-        auto commands = context_->commands(n_dispatches);
-        carry_in(g, *commands);
+        vulkan::Commands commands(*context_);
+        carry_in(g, commands);
         // MINFER_TRACE: a GPU timestamp before the first op and after each (in the same
         // submission: timing adds no wait).
         const auto n_stamps = static_cast<uint32_t>(g.ops.size() + 1);
         const bool timed = options_.trace && prepare_timestamps(n_stamps);
         if (timed) {
-            commands->reset(timestamps_, n_stamps);
-            commands->timestamp(timestamps_, 0);
+            commands.reset(timestamps_, n_stamps);
+            commands.timestamp(timestamps_, 0);
         }
         for (std::size_t i = 0; i < g.ops.size(); ++i) {
-            record(*commands, g.ops[i], g, inputs);
-            commands->barrier();
-            if (timed) commands->timestamp(timestamps_, static_cast<uint32_t>(i + 1));
+            record(commands, g.ops[i], g, inputs);
+            commands.barrier();
+            if (timed) commands.timestamp(timestamps_, static_cast<uint32_t>(i + 1));
         }
         if (g.logits != kNoBuffer && logits_bytes > 0)
-            commands->copy(buffer(g.logits), readback_, logits_bytes);
-        commands->submit_and_wait();
+            commands.copy(buffer(g.logits), readback_, logits_bytes);
+        // A pass with the commands of one of the last (a decode step after another) is submitted
+        // as recorded then; a timed one is recorded anew (its timestamps are read after it).
+        commands.submit_and_wait(timed ? nullptr : &recorded_passes_);
 
         logits_.resize(static_cast<std::size_t>(logits_bytes / sizeof(float)));
         if (logits_bytes > 0) std::memcpy(logits_.data(), readback_.mapped(), logits_bytes);
@@ -439,7 +435,12 @@ class VulkanBackend final : public Backend {
 
     void write_inputs(const InputLayout& inputs) {
         const uint64_t bytes = inputs.values.size() * sizeof(int32_t);
-        if (inputs_.bytes() < bytes) inputs_ = context_->host_buffer(bytes);
+        // Grown by whole 4 KiB pages, at least doubling: the block tables grow a value every 16
+        // decode steps, and a new buffer is a new pass to record (CommandCache).
+        if (inputs_.bytes() < bytes) {
+            inputs_ = context_->host_buffer(
+                std::max<uint64_t>(2 * inputs_.bytes(), (bytes + 4095) & ~uint64_t{4095}));
+        }
         std::memcpy(inputs_.mapped(), inputs.values.data(), bytes);
         inputs_bytes_up_ += bytes;
     }
@@ -702,6 +703,7 @@ class VulkanBackend final : public Backend {
     Buffer partials_;                   // the states of a split attention (attention.comp)
     Buffer dummy_;                      // bound where a shader's optional input is absent
     vulkan::TimestampPool timestamps_;  // MINFER_TRACE's, grown to the largest graph
+    vulkan::CommandCache recorded_passes_;  // the last passes' command buffers, to submit again
     // By shader name: the context's, looked up without its lock.
     std::unordered_map<std::string, const vulkan::Pipeline*> pipelines_;
     std::vector<float> logits_;

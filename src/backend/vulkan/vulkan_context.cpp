@@ -22,6 +22,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
         mapped_ = std::exchange(other.mapped_, nullptr);
         bytes_ = std::exchange(other.bytes_, 0);
         binding_offset_ = std::exchange(other.binding_offset_, 0);
+        id_ = std::exchange(other.id_, 0);
         device_bytes_ = std::exchange(other.device_bytes_, nullptr);
     }
     return *this;
@@ -43,7 +44,15 @@ void Buffer::release() {
     memory_ = VK_NULL_HANDLE;
     mapped_ = nullptr;
     binding_offset_ = 0;
+    id_ = 0;
 }
+
+namespace {
+uint64_t next_buffer_id() {
+    static std::atomic<uint64_t> last{0};
+    return ++last;
+}
+}  // namespace
 
 // ---- Pipeline ----
 
@@ -251,6 +260,7 @@ Buffer Context::import_host(std::span<const std::byte> bytes) {
     Buffer b;
     b.device_ = device_;
     b.bytes_ = size;
+    b.id_ = next_buffer_id();
     for (int attempt = 0; attempt < 2; ++attempt) {
         if (b.buffer_ != VK_NULL_HANDLE) vkDestroyBuffer(device_, b.buffer_, nullptr);
         b.buffer_ = VK_NULL_HANDLE;
@@ -305,6 +315,7 @@ Buffer Context::make_buffer(uint64_t bytes, bool host_visible) {
     Buffer b;
     b.device_ = device_;
     b.bytes_ = bytes;
+    b.id_ = next_buffer_id();
     auto info = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
     info.size = bytes;
     info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
@@ -359,10 +370,11 @@ void Context::copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_
                  to.binding_offset() + to_offset, bytes);
 }
 
-void Context::submit(VkCommandBuffer commands, uint64_t dispatches) {
+void Context::submit(VkCommandBuffer commands, uint64_t dispatches, bool recorded) {
     std::lock_guard lock(mutex_);
     submit_locked(commands);
     stats_.dispatches += dispatches;
+    if (recorded) ++stats_.recordings;
 }
 
 void Context::submit_locked(VkCommandBuffer commands) {
@@ -502,142 +514,6 @@ TimestampPool Context::timestamps(uint32_t count) {
     p.count_ = count;
     p.period_ns_ = timestamp_period_;
     return p;
-}
-
-std::unique_ptr<Commands> Context::commands(uint32_t max_dispatches) {
-    return std::unique_ptr<Commands>(new Commands(*this, max_dispatches));
-}
-
-// ---- Commands ----
-
-// Each dispatch takes one descriptor set of at most kMaxBindings storage buffers.
-constexpr uint32_t kMaxBindings = 8;
-
-Commands::Commands(Context& context, uint32_t max_dispatches) : context_(context) {
-    max_dispatches = std::max<uint32_t>(max_dispatches, 1);
-    const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                                    max_dispatches * kMaxBindings};
-    auto pool =
-        vk_struct<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
-    pool.maxSets = max_dispatches;
-    pool.poolSizeCount = 1;
-    pool.pPoolSizes = &size;
-    check(vkCreateDescriptorPool(context_.device_, &pool, nullptr, &pool_),
-          "vkCreateDescriptorPool");
-    auto command_pool =
-        vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
-    command_pool.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
-    command_pool.queueFamilyIndex = context_.queue_family_;
-    check(vkCreateCommandPool(context_.device_, &command_pool, nullptr, &command_pool_),
-          "vkCreateCommandPool");
-    auto alloc =
-        vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
-    alloc.commandPool = command_pool_;
-    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    alloc.commandBufferCount = 1;
-    check(vkAllocateCommandBuffers(context_.device_, &alloc, &commands_),
-          "vkAllocateCommandBuffers");
-    auto begin = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    check(vkBeginCommandBuffer(commands_, &begin), "vkBeginCommandBuffer");
-}
-
-Commands::~Commands() {
-    // Its command buffer is done (the host waited for it) or was never submitted (an exception
-    // while recording): destroying the pool frees it.
-    if (command_pool_ != VK_NULL_HANDLE)
-        vkDestroyCommandPool(context_.device_, command_pool_, nullptr);
-    if (pool_ != VK_NULL_HANDLE) vkDestroyDescriptorPool(context_.device_, pool_, nullptr);
-}
-
-void Commands::dispatch(const Pipeline& pipeline, std::span<const Buffer* const> buffers,
-                        std::span<const std::byte> push, uint32_t groups_x, uint32_t groups_y,
-                        uint32_t groups_z) {
-    if (buffers.size() != pipeline.n_buffers_ || push.size() != pipeline.push_bytes_ ||
-        buffers.size() > kMaxBindings)
-        throw UsageError(concat("Vulkan dispatch: ", buffers.size(), " buffers and ", push.size(),
-                                " push bytes for a pipeline of ", pipeline.n_buffers_, " and ",
-                                pipeline.push_bytes_));
-    if (groups_x > context_.max_groups_[0] || groups_y > context_.max_groups_[1] ||
-        groups_z > context_.max_groups_[2])
-        throw UsageError(concat("Vulkan dispatch of ", groups_x, " x ", groups_y, " x ", groups_z,
-                                " workgroups beyond the device's limits"));
-    auto alloc =
-        vk_struct<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
-    alloc.descriptorPool = pool_;
-    alloc.descriptorSetCount = 1;
-    alloc.pSetLayouts = &pipeline.set_layout_;
-    VkDescriptorSet set = VK_NULL_HANDLE;
-    check(vkAllocateDescriptorSets(context_.device_, &alloc, &set), "vkAllocateDescriptorSets");
-    VkDescriptorBufferInfo infos[kMaxBindings];
-    VkWriteDescriptorSet writes[kMaxBindings];
-    for (std::size_t i = 0; i < buffers.size(); ++i) {
-        infos[i] = {buffers[i]->get(), buffers[i]->binding_offset(), VK_WHOLE_SIZE};
-        writes[i] = vk_struct<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
-        writes[i].dstSet = set;
-        writes[i].dstBinding = static_cast<uint32_t>(i);
-        writes[i].descriptorCount = 1;
-        writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        writes[i].pBufferInfo = &infos[i];
-    }
-    vkUpdateDescriptorSets(context_.device_, static_cast<uint32_t>(buffers.size()), writes, 0,
-                           nullptr);
-    vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline_);
-    vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout_, 0, 1, &set,
-                            0, nullptr);
-    if (!push.empty()) {
-        vkCmdPushConstants(commands_, pipeline.layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                           static_cast<uint32_t>(push.size()), push.data());
-    }
-    vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
-    ++dispatches_;
-}
-
-void Commands::barrier() {
-    auto b = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-    b.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    b.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-    vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &b, 0, nullptr, 0, nullptr);
-}
-
-void Commands::reset(const TimestampPool& pool, uint32_t n) {
-    if (n > pool.count_) throw UsageError("Vulkan: more timestamps than the pool holds");
-    if (n > 0) vkCmdResetQueryPool(commands_, pool.pool_, 0, n);
-}
-
-void Commands::timestamp(const TimestampPool& pool, uint32_t i) {
-    if (i >= pool.count_) throw UsageError("Vulkan: a timestamp beyond the pool");
-    vkCmdWriteTimestamp(commands_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pool.pool_, i);
-}
-
-void Commands::copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_t from_offset,
-                    uint64_t to_offset) {
-    if (from_offset > from.bytes() || bytes > from.bytes() - from_offset ||
-        to_offset > to.bytes() || bytes > to.bytes() - to_offset)
-        throw UsageError(concat("Vulkan copy of ", bytes, " bytes beyond a buffer"));
-    auto before = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-    before.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-    before.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
-    vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                         VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &before, 0, nullptr, 0, nullptr);
-    const VkBufferCopy region{from.binding_offset() + from_offset, to.binding_offset() + to_offset,
-                              bytes};
-    vkCmdCopyBuffer(commands_, from.get(), to.get(), 1, &region);
-    auto after = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-    after.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    after.dstAccessMask =
-        VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-    vkCmdPipelineBarrier(commands_, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                         VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
-                         &after, 0, nullptr, 0, nullptr);
-}
-
-void Commands::submit_and_wait() {
-    if (submitted_) throw UsageError("Vulkan commands submitted twice");
-    check(vkEndCommandBuffer(commands_), "vkEndCommandBuffer");
-    submitted_ = true;
-    context_.submit(commands_, dispatches_);
 }
 
 }  // namespace minfer::vulkan

@@ -25,6 +25,8 @@
 
 namespace minfer::vulkan {
 
+class Commands;
+class CommandCache;
 class Context;
 
 // A storage buffer (RAII). Moves, never copies.
@@ -43,12 +45,16 @@ class Buffer {
     // descriptors and copies add it.
     uint64_t binding_offset() const { return binding_offset_; }
     explicit operator bool() const { return buffer_ != VK_NULL_HANDLE; }
+    // Unique to this buffer in the process (a handle may be reused once the buffer is gone):
+    // what a recorded pass names it by (CommandCache).
+    uint64_t id() const { return id_; }
 
   private:
     friend class Context;
     void release();  // frees what it holds; empty after
     VkDevice device_ = VK_NULL_HANDLE;
     VkBuffer buffer_ = VK_NULL_HANDLE;
+    uint64_t id_ = 0;
     VkDeviceMemory memory_ = VK_NULL_HANDLE;
     void* mapped_ = nullptr;  // host-visible buffers only
     uint64_t bytes_ = 0;
@@ -103,48 +109,11 @@ class TimestampPool {
 // What the device did since it was opened.
 struct TransferStats {
     uint64_t submissions = 0;  // vkQueueSubmit calls
-    uint64_t dispatches = 0;   // vkCmdDispatch calls recorded
+    uint64_t dispatches = 0;   // dispatches submitted
+    uint64_t recordings = 0;   // command buffers recorded (a CommandCache's reuse records none)
     uint64_t host_waits = 0;   // waits of the host for the device
     uint64_t bytes_up = 0;     // host -> device
     uint64_t bytes_down = 0;   // device -> host
-};
-
-// Dispatches recorded into one command buffer, submitted once by submit_and_wait(). Between two
-// dispatches, barrier() makes the first one's writes visible to the second.
-class Commands {
-  public:
-    ~Commands();
-    Commands(const Commands&) = delete;
-    Commands& operator=(const Commands&) = delete;
-
-    // groups: workgroups in x, y, z (each at most the device's limit; the caller splits).
-    void dispatch(const Pipeline& pipeline, std::span<const Buffer* const> buffers,
-                  std::span<const std::byte> push, uint32_t groups_x, uint32_t groups_y = 1,
-                  uint32_t groups_z = 1);
-    void barrier();
-    // Resets the pool's first n slots (before the first timestamp into them), then writes slot
-    // i once the commands recorded so far have finished.
-    void reset(const TimestampPool& pool, uint32_t n);
-    void timestamp(const TimestampPool& pool, uint32_t i);
-    // Copies bytes from one buffer to another after the dispatches recorded so far, visible to
-    // the dispatches recorded after it, and to the host (a host-visible `to`) once
-    // submit_and_wait() returns.
-    void copy(const Buffer& from, const Buffer& to, uint64_t bytes, uint64_t from_offset = 0,
-              uint64_t to_offset = 0);
-    // Ends, submits and waits: one submission, one host wait.
-    void submit_and_wait();
-
-  private:
-    friend class Context;
-    Commands(Context& context, uint32_t max_dispatches);
-    Context& context_;
-    // Its own pools: recording from a pool must be synchronized, and every recorder is used by
-    // one thread while several backends may record on one device.
-    VkCommandPool command_pool_ = VK_NULL_HANDLE;
-    VkCommandBuffer commands_ = VK_NULL_HANDLE;
-    VkDescriptorPool pool_ = VK_NULL_HANDLE;
-    bool submitted_ = false;
-    uint64_t dispatches_ = 0;  // recorded so far
 };
 
 class Context {
@@ -203,8 +172,6 @@ class Context {
                                     uint32_t n_buffers, uint32_t push_bytes);
     // A pool of `count` timestamps, or an empty one (count() 0) where the queue cannot time.
     TimestampPool timestamps(uint32_t count);
-    // A recorder for up to max_dispatches dispatches.
-    std::unique_ptr<Commands> commands(uint32_t max_dispatches);
 
   private:
     friend class Commands;
@@ -213,8 +180,9 @@ class Context {
     uint32_t memory_type(uint32_t allowed, VkMemoryPropertyFlags wanted) const;
     void run_copy(VkBuffer from, VkBuffer to, uint64_t src_offset, uint64_t dst_offset,
                   uint64_t bytes);
-    // Takes the lock; `dispatches`: those recorded in `commands`, for stats_.
-    void submit(VkCommandBuffer commands, uint64_t dispatches);
+    // Takes the lock; `dispatches` (those in `commands`) and `recorded` (whether it was recorded
+    // for this submission) for stats_.
+    void submit(VkCommandBuffer commands, uint64_t dispatches, bool recorded);
     void submit_locked(VkCommandBuffer commands);  // with the lock held
 
     std::shared_ptr<Instance> instance_;

@@ -148,6 +148,29 @@ TEST_F(VulkanEngine, OneSubmissionPerForwardPassAndNoWeightUploads) {
     expect_no_validation_errors(*t.engine);
 }
 
+// Decoding a token at a time, each pass has the commands of the one before (the inputs' values
+// differ, in their buffer): the pass recorded for the first step is submitted again for the
+// others, and gives the logits of passes recorded anew (a traced engine records every pass).
+TEST_F(VulkanEngine, DecodeStepsSubmitTheFirstStepsRecordedPassAgain) {
+    MINFER_REQUIRE_FIXTURE(model_path, "models/tiny-llama-q8_0.gguf");
+    std::vector<int32_t> tokens(40);
+    for (int32_t i = 0; i < 40; ++i) tokens[static_cast<std::size_t>(i)] = 1 + i * 7;
+    auto reused = test::make_engine(model_path, vulkan_options(GgmlType::F16, 1));
+    const DeviceTransfers start = *reused.engine->backend().device_transfers();
+    const test::LogitRows rows = test::evaluate_all(*reused.engine, tokens);
+    const DeviceTransfers end = *reused.engine->backend().device_transfers();
+    EXPECT_EQ(end.submissions - start.submissions, tokens.size());
+    EXPECT_EQ(end.recordings - start.recordings, 1u);
+    EngineOptions traced_options = vulkan_options(GgmlType::F16, 1);
+    traced_options.trace = [](const Op&, double) {};
+    auto traced = test::make_engine(model_path, traced_options);
+    const DeviceTransfers traced_start = *traced.engine->backend().device_transfers();
+    EXPECT_EQ(test::evaluate_all(*traced.engine, tokens), rows);
+    EXPECT_EQ(traced.engine->backend().device_transfers()->recordings - traced_start.recordings,
+              tokens.size());
+    expect_no_validation_errors(*reused.engine);
+}
+
 // -ngl 1: every layer but the last on the CPU, the last and the output on the device. Within the
 // golden tolerance as the whole pass on either is; each pass still one submission, one wait, no
 // weight uploads, and what goes up beside the inputs is the residual stream the CPU hands over.

@@ -15,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "backend/vulkan/vulkan_commands.h"
 #include "backend/vulkan/vulkan_context.h"
 #include "backend/vulkan/vulkan_shaders.h"
 #include "common/fixtures.h"
@@ -138,15 +139,15 @@ std::vector<float> run_mat_vec(vulkan::Context& c, const std::string& shader, Gg
                               static_cast<uint32_t>(n_out)};
     const vulkan::Buffer* buffers[] = {&wb, &xb, &yb};
     const auto before = c.stats();
-    auto commands = c.commands(1);
+    vulkan::Commands commands(c);
     const bool per_invocation = shader == "matmul_rows";
     const auto row_groups = static_cast<uint32_t>(per_invocation ? (n_out + 63) / 64 : n_out);
     const auto input_groups = static_cast<uint32_t>(n_tokens);
     const uint32_t groups_x = 3;
     const uint32_t groups_z = (row_groups + groups_x - 1) / groups_x;
-    commands->dispatch(pipeline, buffers, std::as_bytes(std::span(push)), groups_x, input_groups,
-                       groups_z);
-    commands->submit_and_wait();
+    commands.dispatch(pipeline, buffers, std::as_bytes(std::span(push)), groups_x, input_groups,
+                      groups_z);
+    commands.submit_and_wait();
     EXPECT_EQ(c.stats().submissions - before.submissions, 1u);
     EXPECT_EQ(c.stats().host_waits - before.host_waits, 1u);
     std::vector<float> y(static_cast<std::size_t>(n_out * n_tokens));
@@ -232,10 +233,10 @@ TEST_P(VulkanGgmlBlocks, DequantizeAndMultiplyAsGgml) {
                               0,
                               static_cast<uint32_t>(n_out)};
     const vulkan::Buffer* buffers[] = {&wb, &ids, &rows};
-    auto commands = c.commands(1);
-    commands->dispatch(get_rows, buffers, std::as_bytes(std::span(push)),
-                       static_cast<uint32_t>(n_out));
-    commands->submit_and_wait();
+    vulkan::Commands commands(c);
+    commands.dispatch(get_rows, buffers, std::as_bytes(std::span(push)),
+                      static_cast<uint32_t>(n_out));
+    commands.submit_and_wait();
     std::vector<float> got(static_cast<std::size_t>(n_out * n_in));
     c.download(rows, std::as_writable_bytes(std::span(got)));
     int mismatches = 0;
