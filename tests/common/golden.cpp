@@ -20,6 +20,14 @@ double Golden::tolerance() const {
     return 0.03 + std::max(2.0 * self_spread, 1.25 * cross_engine);
 }
 
+std::vector<int32_t> Golden::longest_text() const {
+    std::vector<int32_t> text;
+    for (const GoldenCase& c : cases) {
+        if (c.all_tokens().size() > text.size()) text = c.all_tokens();
+    }
+    return text;
+}
+
 Golden load_golden(const std::filesystem::path& path) {
     std::ifstream in(path);
     const auto doc = nlohmann::json::parse(in);

@@ -34,6 +34,8 @@ struct Golden {
     std::vector<GoldenCase> cases;
     // 0.03 + max(2 x self_spread, 1.25 x cross_engine)
     double tolerance() const;
+    // The tokens (prompt and generated) of the longest case.
+    std::vector<int32_t> longest_text() const;
 };
 
 Golden load_golden(const std::filesystem::path& path);

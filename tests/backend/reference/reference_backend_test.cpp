@@ -220,10 +220,7 @@ TEST_P(ReferenceBackendBatch, BatchedSequencesMatchEachAloneOnTheCpuBackend) {
     const test::Golden golden = test::load_golden(golden_path);
     MINFER_REQUIRE_FIXTURE(model_path, "models/" + golden.model);
     // The prompts are the beginnings of the longest golden case.
-    std::vector<int32_t> text;
-    for (const auto& c : golden.cases) {
-        if (c.all_tokens().size() > text.size()) text = c.all_tokens();
-    }
+    const std::vector<int32_t> text = golden.longest_text();
     const std::vector<std::ptrdiff_t> prompt_lengths = {3, 10, 17, 26};
     ASSERT_GE(std::ssize(text), prompt_lengths.back());
     constexpr int64_t kPredict = 4;
@@ -292,10 +289,7 @@ TEST(ReferenceBackendCopy, ContinuedSequenceCopiesItsSharedBlock) {
     MINFER_REQUIRE_FIXTURE(golden_path, "golden/tiny-qwen3-q8_0.json");
     const test::Golden golden = test::load_golden(golden_path);
     MINFER_REQUIRE_FIXTURE(model_path, "models/" + golden.model);
-    std::vector<int32_t> text;
-    for (const auto& c : golden.cases) {
-        if (c.all_tokens().size() > text.size()) text = c.all_tokens();
-    }
+    const std::vector<int32_t> text = golden.longest_text();
     ASSERT_GE(text.size(), 40u);
     int copies = 0;
     EngineOptions options = engine_options(true, GgmlType::F16);

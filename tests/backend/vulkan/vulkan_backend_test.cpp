@@ -312,10 +312,7 @@ TEST_F(VulkanEngine, AttentionSplitOverThePositionsGivesTheSinglePassBits) {
         MINFER_REQUIRE_FIXTURE(golden_path, std::string("golden/") + file);
         const test::Golden golden = test::load_golden(golden_path);
         MINFER_REQUIRE_FIXTURE(model_path, "models/" + golden.model);
-        std::vector<int32_t> text;
-        for (const auto& c : golden.cases) {
-            if (c.all_tokens().size() > text.size()) text = c.all_tokens();
-        }
+        const std::vector<int32_t> text = golden.longest_text();
         ASSERT_GT(text.size(), 64u);  // two splits at least
         // The same passes with the single pass, then the split one.
         std::map<std::string, uint64_t> dispatches;
@@ -385,10 +382,7 @@ TEST_F(VulkanEngine, BatchedSequencesGetTheBitsEachGetsAlone) {
         MINFER_REQUIRE_FIXTURE(golden_path, std::string("golden/") + file);
         const test::Golden golden = test::load_golden(golden_path);
         MINFER_REQUIRE_FIXTURE(model_path, "models/" + golden.model);
-        std::vector<int32_t> text;
-        for (const auto& c : golden.cases) {
-            if (c.all_tokens().size() > text.size()) text = c.all_tokens();
-        }
+        const std::vector<int32_t> text = golden.longest_text();
         const std::vector<std::ptrdiff_t> lengths = {3, 10, 17, 26};
         ASSERT_GE(std::ssize(text), lengths.back());
         auto batched = test::make_engine(model_path, vulkan_options(GgmlType::F16, 16, 4 * 512));
@@ -412,10 +406,7 @@ TEST_F(VulkanEngine, ContinuedSequenceCopiesItsSharedBlock) {
     MINFER_REQUIRE_FIXTURE(golden_path, "golden/tiny-llama-q8_0.json");
     const test::Golden golden = test::load_golden(golden_path);
     MINFER_REQUIRE_FIXTURE(model_path, "models/" + golden.model);
-    std::vector<int32_t> text;
-    for (const auto& c : golden.cases) {
-        if (c.all_tokens().size() > text.size()) text = c.all_tokens();
-    }
+    const std::vector<int32_t> text = golden.longest_text();
     ASSERT_GE(text.size(), 30u);
     auto t = test::make_engine(model_path, vulkan_options(GgmlType::F16, 512));
     SequenceParams first;
