@@ -1,8 +1,9 @@
 #pragma once
 // One Vulkan device opened for compute: its queue, buffers, compute pipelines built from the
-// SPIR-V compiled into minfer (vulkan_shaders.h), and a recorder that puts many dispatches into
-// one command buffer and submits it once. It counts what the GPU backend must keep small and
-// tests assert: queue submissions, host waits, bytes uploaded and read back.
+// SPIR-V compiled into minfer (vulkan_shaders.h), and the queue a pass's command buffer is
+// submitted to (vulkan_commands.h records it). It counts what the GPU backend must keep small and
+// tests assert: queue submissions, dispatches, recordings, host waits, bytes uploaded and read
+// back.
 //
 // Memory: weights and activations live in device-local buffers; uploads and read-backs go
 // through host-visible staging buffers. On a device whose only memory is both (lavapipe,
@@ -26,7 +27,6 @@
 namespace minfer::vulkan {
 
 class Commands;
-class CommandCache;
 class Context;
 
 // A storage buffer (RAII). Moves, never copies.
