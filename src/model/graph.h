@@ -93,6 +93,11 @@ struct AttentionParams {
     float scale = 1.0f;    // multiplies Q·K
     float softcap = 0.0f;  // 0: none
     int64_t window = 0;    // 0: all earlier positions of the sequence
+
+    // The first position a token at `pos` attends to: pos - window + 1 with a window, else 0.
+    int64_t first_position(int64_t pos) const {
+        return window > 0 && pos + 1 > window ? pos + 1 - window : 0;
+    }
 };
 
 struct MoeParams {

@@ -71,7 +71,7 @@ void attend_kv_group(const AttentionParams& s, const CpuKvPool& kv, int layer, i
     const int64_t group = s.n_head / s.n_head_kv;
     const float* q = q_token + kv_head * group * s.head_dim_k;
     float* out = out_token + kv_head * group * s.head_dim_v;
-    const int64_t first = s.window > 0 ? std::max<int64_t>(0, pos - s.window + 1) : 0;
+    const int64_t first = s.first_position(pos);
     if (kv.spec().type == GgmlType::Q8_0) {
         for (int64_t m = 0; m < group; ++m) {
             attend_head_q8_0(s, kv, layer, kv_head, first, pos, table, q + m * s.head_dim_k,

@@ -292,7 +292,7 @@ class ReferenceBackend final : public Backend {
             const int64_t pos = in.positions[static_cast<std::size_t>(t)];
             const std::span<const int32_t> table =
                 in.block_table(in.sequence[static_cast<std::size_t>(t)]);
-            const int64_t first = a.window > 0 ? std::max<int64_t>(0, pos - a.window + 1) : 0;
+            const int64_t first = a.first_position(pos);
             for (int64_t h = 0; h < a.n_head; ++h) {
                 const int64_t kv_head = h / group;
                 const float* q = buf(op.src0) + t * a.n_head * a.head_dim_k + h * a.head_dim_k;

@@ -392,11 +392,8 @@ class VulkanBackend final : public Backend {
     uint32_t attention_splits(const Op& op, const Graph& g) const {
         if (attention_split_ == SplitChoice::kNever) return 0;
         int64_t longest = 1;
-        for (const int32_t pos : g.in.positions) {
-            const int64_t window = op.attn.window;
-            const int64_t first = window > 0 && pos + 1 > window ? pos + 1 - window : 0;
-            longest = std::max<int64_t>(longest, pos - first + 1);
-        }
+        for (const int32_t pos : g.in.positions)
+            longest = std::max<int64_t>(longest, pos - op.attn.first_position(pos) + 1);
         const auto splits = static_cast<uint64_t>((longest - 1) / attention_span_ + 1);
         const auto pairs = static_cast<uint64_t>(op.rows * op.attn.n_head);
         if (attention_split_ == SplitChoice::kAuto &&
