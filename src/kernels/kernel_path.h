@@ -40,12 +40,13 @@ std::string arm_features();
 // Whether the AVX2 and AVX-512 kernels of the interleaved weights ask for the lines ahead of
 // their reads (software prefetches; packed_simd.cpp has the measurements). By default the CPU's
 // own answer, software_prefetch_pays(): the hardware prefetchers of Zen 3 and of Intel's Xeons
-// alone fell behind those kernels, Zen 4's keep up and the prefetches only slowed them.
+// alone fell behind those kernels, Zen 4's keep up and the prefetches only slowed them, Zen 5's
+// fall behind again.
 // MINFER_SOFTWARE_PREFETCH=0 or 1 in the environment overrides it (a CPU the rule does not know);
 // tests and benchmarks switch it to run both ways.
 bool software_prefetch_pays();
 // The rule behind it, for an x86 CPU by vendor and CPUID family and model (display values):
-// false on AMD Zen 4 and later (family 0x19 but its Zen 3 models, family 0x1A on), true elsewhere.
+// false on AMD Zen 4 (family 0x19 but its Zen 3 models), true elsewhere (Zen 5 measured).
 bool software_prefetch_pays_on(bool amd, unsigned family, unsigned model);
 // The choice in force: the environment's or the default above until set.
 void set_x86_software_prefetch(bool enabled);
