@@ -327,7 +327,8 @@ minfer::WeightMatrix packed_prefix(const Weights& w, int64_t n_rows, std::vector
 // stay in the shared L3 of the Zen 4 VM: 22-25 GB/s there, 26-30 from L2 with the same kernel.
 // Each iteration times the matrix (kDim columns), then its first 16 rows as a matrix of their own;
 // GB/s is the difference of bytes over the difference of time, so what every call costs besides
-// its rows (quantizing the activations, the dispatch) drops out.
+// its rows (quantizing the activations, the dispatch) drops out. state.range(1) tokens at once
+// (1: decoding one sequence; 8 and 16: many), GOP/s against machine_limits' int8 peak of a core.
 void BM_GemvPackedInCache(benchmark::State& state, GgmlType type) {
     using Clock = std::chrono::steady_clock;
     const auto row_bytes = static_cast<int64_t>(minfer::row_size(type, kDim));
@@ -336,12 +337,13 @@ void BM_GemvPackedInCache(benchmark::State& state, GgmlType type) {
     std::vector<Line> big_packed, small_packed;
     const minfer::WeightMatrix big = packed_prefix(w, rows, big_packed);
     const minfer::WeightMatrix small = packed_prefix(w, 16, small_packed);
-    const std::vector<float> x = activations(1);
-    std::vector<float> y(static_cast<std::size_t>(rows));
+    const int64_t n_tokens = state.range(1);
+    const std::vector<float> x = activations(n_tokens);
+    std::vector<float> y(static_cast<std::size_t>(rows * n_tokens));
     minfer::MatmulScratch scratch;
     auto& pool = pool_of(1);
     auto multiply = [&](const minfer::WeightMatrix& m) {
-        minfer::matmul(m, x.data(), 1, y.data(), pool, scratch,
+        minfer::matmul(m, x.data(), n_tokens, y.data(), pool, scratch,
                        minfer::MatmulMode::kBatchInvariant);
     };
     // Once each untimed: the first calls' page faults (scratch, y) would not cancel.
@@ -360,8 +362,12 @@ void BM_GemvPackedInCache(benchmark::State& state, GgmlType type) {
         state.SetIterationTime(std::chrono::duration<double>(t2 - t0).count());
     }
     const double bytes = static_cast<double>((rows - 16) * row_bytes);
-    state.counters["GB/s"] =
-        static_cast<double>(state.iterations()) * bytes / std::max(big_s - small_s, 1e-9) * 1e-9;
+    const double seconds =
+        std::max(big_s - small_s, 1e-9) / static_cast<double>(state.iterations());
+    state.counters["GB/s"] = bytes / seconds * 1e-9;
+    // Two operations per weight and token (the int8 peak's unit: machine_limits).
+    state.counters["GOP/s"] =
+        2.0 * static_cast<double>(kDim * (rows - 16) * n_tokens) / seconds * 1e-9;
 }
 
 // The same with the other choice of the AVX2 kernels' software prefetches than this CPU's
@@ -457,8 +463,7 @@ BENCHMARK(BM_PoolDispatch)->Arg(1)->Arg(2)->UseRealTime();
         ->UseRealTime()                                           \
         ->Unit(benchmark::kMicrosecond);                          \
     BENCHMARK_CAPTURE(BM_GemvPackedInCache, TYPE, GgmlType::TYPE) \
-        ->Arg(384)                                                \
-        ->Arg(8192)                                               \
+        ->ArgsProduct({{384, 8192}, {1, 8, 16}})                  \
         ->UseManualTime()                                         \
         ->Unit(benchmark::kMicrosecond);                          \
     BENCHMARK_CAPTURE(BM_GemmPacked, TYPE, GgmlType::TYPE)        \

@@ -3,14 +3,15 @@
 // layout; aarch64 runs NEON for this file also where the CPU has SVE, so that the dispatch finds
 // these kernels).
 //
-// Few tokens (decoding: 1 to 15 sequences) multiply the blocks as they are decoded, in registers
-// (PackedTile): per group of 16 rows, runs of 8, 4, 2 or 1 tokens of the activation tiles, one
-// zmm accumulator per token. Many tokens (prefill) decode each group once into a GEMM panel
-// (FillPanel) that gemm_int_panel_simd then multiplies with every token. Both perform, per row
-// and token, the float operations of the panel kernels (gemm_x86_avx3-inl.h's Block32Blocks and
-// SuperBlockBlocks) in the same order on the same exact integer sums, so a token's outputs have
-// the same bits whatever the batch, and the same bits as from the file's layout. AVX2 does the
-// same on halves of 8 rows (PackedTileAvx2, FillPanelAvx2: runs of 4, 2 or 1 tokens).
+// Few tokens (decoding: 1 to 31 sequences) multiply the blocks as they are decoded, in registers
+// (PackedTile): per group of 16 rows, runs of 16 (two tiles, 32-value types), 8, 4, 2 or 1 tokens
+// of the activation tiles, one zmm accumulator per token. Many tokens (prefill) decode each group
+// once into a GEMM panel (FillPanel) that gemm_int_panel_simd then multiplies with every token.
+// Both perform, per row and token, the float operations of the panel kernels (gemm_x86_avx3-inl.h's
+// Block32Blocks and SuperBlockBlocks) in the same order on the same exact integer sums, so a
+// token's outputs have the same bits whatever the batch, and the same bits as from the file's
+// layout. AVX2 does the same on halves of 8 rows (PackedTileAvx2, FillPanelAvx2: runs of 4, 2 or 1
+// tokens).
 
 #ifndef HWY_DISABLED_TARGETS
 #define HWY_DISABLED_TARGETS (HWY_SVE | HWY_SVE2 | HWY_SVE_256 | HWY_SVE2_128)
@@ -20,6 +21,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -106,6 +108,48 @@ HWY_INLINE void PrefetchRange(const uint8_t* codes, int begin, int end) {
 
 #if HWY_TARGET == HWY_AVX3
 
+// A sub-block's OffsetCorrection (matmul_internal.h) for codes of offset kOffset, in every lane,
+// from its corr in memory: a broadcast load and a shift, where the scalar form takes a shift, a
+// multiply and a move from a general-purpose register per token and block. One core, the matrix
+// in L2 (bench_kernels' InCache, Zen 5, GOP/s), 8 tokens: Q4_0 565-577 -> 610-632, Q8_0 512 ->
+// 581-588, Q5_0 614-626 -> 633-648.
+template <int kOffset>
+HWY_INLINE __m512i OffsetCorrectionAvx3(const int32_t* corr) {
+    if constexpr (kOffset == 0) {
+        return _mm512_setzero_si512();
+    } else {
+        static_assert(kOffset > 0 && kOffset <= 128 && (kOffset & (kOffset - 1)) == 0);
+        constexpr int kShift = 7 - std::countr_zero(static_cast<unsigned>(kOffset));
+        static_assert(OffsetCorrection(-128 * 37, kOffset) == (-128 * 37) >> kShift);
+        return _mm512_srai_epi32(_mm512_set1_epi32(*corr), kShift);
+    }
+}
+
+// The float operations of the panel kernels for one block and one token, per row: isum the
+// block's integer sums (the K-quants': scaled by their sub-blocks' scales), then the token's
+// scale and, with mins, its s (Q4_1, Q5_1) or the sums of its sub-block pairs (Q4_K, Q5_K): of
+// activation block b, slot `slot` of the tile whose arrays da, sum and bsum point at.
+template <class Tr, int W, bool kVnni>
+HWY_INLINE __m512 AddBlock(const typename Tr::Head& h, __m512i isum, const float* da,
+                           const float* sum, const int32_t* bsum, int64_t b, int slot, __m512 acc) {
+    if constexpr (Tr::kSubs == 1 || !Tr::kMin) {
+        const __m512 sd = _mm512_mul_ps(h.d, _mm512_set1_ps(da[b * W + slot]));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), sd, acc);
+        if constexpr (Tr::kMin) {  // Q4_1, Q5_1: + m * s_a
+            acc = _mm512_fmadd_ps(h.min_scale, _mm512_set1_ps(sum[b * W + slot]), acc);
+        }
+        return acc;
+    } else {
+        __m512i msum = _mm512_setzero_si512();
+        for (int j = 0; j < Tr::kSubs / 2; ++j) {
+            msum = Dpwssd<kVnni>(msum, h.mins[j], bsum + (b * (Tr::kSubs / 2) + j) * W + slot);
+        }
+        const __m512 block = _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), h.min_scale,
+                                             _mm512_mul_ps(_mm512_cvtepi32_ps(isum), h.d));
+        return _mm512_fmadd_ps(block, _mm512_set1_ps(da[b * W + slot]), acc);
+    }
+}
+
 // T tokens of a run (slot run.slot of tile run.tile and the next T - 1, tiles of W) against every
 // block of one chunk, into acc[t] (16 rows).
 template <class Tr, int T, int W, bool kVnni, bool kPrefetch>
@@ -139,10 +183,16 @@ HWY_INLINE void PackedBlocks(const PackedChunk& g, const IntActivations& a, cons
 #pragma GCC unroll 8
             for (int t = 0; t < T; ++t) {
                 // The codes are value + kOffset: start at -kOffset * sum(a).
-                part[0][t] =
-                    Tr::kOffset == 0
-                        ? _mm512_setzero_si512()
-                        : _mm512_set1_epi32(OffsetCorrection(corr[as * W + t], Tr::kOffset));
+                // One or two tokens keep the scalar form: with the vector one, Q5_0's one-token
+                // kernel went from 203-228 to 166-179 GOP/s (bench_kernels, in L2, Zen 5).
+                if constexpr (T <= 2) {
+                    part[0][t] =
+                        Tr::kOffset == 0
+                            ? _mm512_setzero_si512()
+                            : _mm512_set1_epi32(OffsetCorrection(corr[as * W + t], Tr::kOffset));
+                } else {
+                    part[0][t] = OffsetCorrectionAvx3<Tr::kOffset>(corr + as * W + t);
+                }
                 if constexpr (kChains == 2) part[1][t] = _mm512_setzero_si512();
             }
 #pragma GCC unroll 8
@@ -168,32 +218,54 @@ HWY_INLINE void PackedBlocks(const PackedChunk& g, const IntActivations& a, cons
                 }
             }
         });
-        // The float operations of the panel kernels, per row and token.
-        if constexpr (Tr::kSubs == 1 || !Tr::kMin) {
 #pragma GCC unroll 8
-            for (int t = 0; t < T; ++t) {
-                const __m512 sd = _mm512_mul_ps(h.d, _mm512_set1_ps(da[b * W + t]));
-                acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), sd, acc[t]);
-            }
-            if constexpr (Tr::kMin) {  // Q4_1, Q5_1: + m * s_a
+        for (int t = 0; t < T; ++t)
+            acc[t] = AddBlock<Tr, W, kVnni>(h, isum[t], da, sum, bsum, b, t, acc[t]);
+    }
+}
+
+// Two whole activation tiles (2W tokens from tile `tile`) against every block of one chunk of a
+// 32-value type: each block decoded once for the 16 tokens, where two runs of 8 decode it twice.
+// Token after token, so that one partial sum is live beside the codes' 8 vectors and the 16
+// accumulators (the out-of-order core overlaps the tokens' chains). Per row and token the
+// operations of PackedBlocks, in the same order. One core, bench_kernels' Qwen2 0.5B shapes, 16
+// tokens (Zen 5, 7 December 2026): 896 x 4864 Q4_0 258-260 -> 226-227 us, Q8_0 353-374 -> 312-323.
+// The types with sub-blocks keep two runs of 8: their 16 tokens' sums beside the block's scales
+// spill, and Q4_K (2048 x 5632) went from 734-760 to 763-769 us, Q6_K from 1057-1115 to 1138-1169.
+template <class Tr, int W, bool kVnni, bool kPrefetch>
+HWY_INLINE void PackedBlocksTwoTiles(const PackedChunk& g, const IntActivations& a, int64_t tile,
+                                     __m512 (&acc)[2 * W]) {
+    static_assert(Tr::kSubs == 1);
+    const int first_line = g.l.has_d_units ? -64 : 0;
+    const int block_bytes = static_cast<int>(g.l.a_bytes);
+    constexpr int kGroups = Tr::kSub / 4;
+    // Token t reads slot t % W of tile tile + t / W.
+    const int8_t* act[2] = {a.q_tile(tile), a.q_tile(tile + 1)};
+    const int32_t* corr[2] = {a.corr + a.sub_tile(tile), a.corr + a.sub_tile(tile + 1)};
+    const float* da[2] = {a.d + a.block_tile(tile), a.d + a.block_tile(tile + 1)};
+    const float* sum[2] = {nullptr, nullptr};
+    if constexpr (Tr::kMin) {
+        sum[0] = a.sum + a.block_tile(tile);
+        sum[1] = a.sum + a.block_tile(tile + 1);
+    }
+    for (int64_t local = 0; local < g.n_blocks; ++local) {
+        const int64_t b = g.b0 + local;  // of the row: the activations' block and sub-block
+        const uint8_t* pa = g.codes(local);
+        PrefetchRange<kPrefetch>(pa, first_line, block_bytes);
+        const typename Tr::Head h = Tr::Decode(pa, g.d(local));
+        Tr::ForEachSub(pa, h, [&](int, const __m512i* v) HWY_ATTR {
+#pragma GCC unroll 16
+            for (int t = 0; t < 2 * W; ++t) {
+                const int k = t / W, slot = t % W;
+                __m512i dot = OffsetCorrectionAvx3<Tr::kOffset>(corr[k] + b * W + slot);
 #pragma GCC unroll 8
-                for (int t = 0; t < T; ++t) {
-                    acc[t] = _mm512_fmadd_ps(h.min_scale, _mm512_set1_ps(sum[b * W + t]), acc[t]);
+                for (int gi = 0; gi < kGroups; ++gi) {
+                    const int8_t* four = act[k] + ((b * kGroups + gi) * W + slot) * 4;
+                    dot = kVnni ? DpbusdVnni(dot, v[gi], four) : DpbusdEmulated(dot, v[gi], four);
                 }
+                acc[t] = AddBlock<Tr, W, kVnni>(h, dot, da[k], sum[k], nullptr, b, slot, acc[t]);
             }
-        } else {
-#pragma GCC unroll 8
-            for (int t = 0; t < T; ++t) {
-                __m512i msum = _mm512_setzero_si512();
-                for (int j = 0; j < Tr::kSubs / 2; ++j) {
-                    msum = Dpwssd<kVnni>(msum, h.mins[j], bsum + (b * (Tr::kSubs / 2) + j) * W + t);
-                }
-                const __m512 block =
-                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(msum), h.min_scale,
-                                    _mm512_mul_ps(_mm512_cvtepi32_ps(isum[t]), h.d));
-                acc[t] = _mm512_fmadd_ps(block, _mm512_set1_ps(da[b * W + t]), acc[t]);
-            }
-        }
+        });
     }
 }
 
@@ -204,19 +276,24 @@ template <class Tr, int T, int W, bool kVnni, bool kPrefetch>
 void PackedTile(const PackedChunk& g, const IntActivations& a, int64_t t0, float* y,
                 int64_t y_stride, __mmask16 rows) {
     __m512 acc[T];
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int t = 0; t < T; ++t) {
         acc[t] =
             g.b0 == 0 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(rows, y + (t0 + t) * y_stride);
     }
-    PackedBlocks<Tr, T, W, kVnni, kPrefetch>(g, a, TokenRun{t0 / W, static_cast<int>(t0 % W), 0},
-                                             acc);
-#pragma GCC unroll 8
+    if constexpr (T == 2 * W) {
+        PackedBlocksTwoTiles<Tr, W, kVnni, kPrefetch>(g, a, t0 / W, acc);
+    } else {
+        PackedBlocks<Tr, T, W, kVnni, kPrefetch>(
+            g, a, TokenRun{t0 / W, static_cast<int>(t0 % W), 0}, acc);
+    }
+#pragma GCC unroll 16
     for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * y_stride, rows, acc[t]);
 }
 
-// Groups [g0, g1): runs of 8, 4, 2 and 1 tokens against each chunk. The first run streams the
-// chunk in from memory and asks for the lines ahead (with kPrefetch); the others find it in L1.
+// Groups [g0, g1): runs of 16 (32-value types), 8, 4, 2 and 1 tokens against each chunk. The
+// first run streams the chunk in from memory and asks for the lines ahead (with kPrefetch); the
+// others find it in L1.
 template <class Tr, bool kVnni, bool kPrefetch>
 void PackedGroups(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int64_t g1,
                   const IntActivations& a, int64_t n_tokens, float* y) {
@@ -227,6 +304,17 @@ void PackedGroups(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int6
             return;
         }
         int64_t t = 0;
+        if constexpr (Tr::kSubs == 1) {
+            for (; t + 2 * kTokenTile <= n_tokens; t += 2 * kTokenTile) {
+                if (t == 0) {
+                    PackedTile<Tr, 2 * kTokenTile, kTokenTile, kVnni, kPrefetch>(g, a, t, yg,
+                                                                                 w.n_rows, rows);
+                } else {
+                    PackedTile<Tr, 2 * kTokenTile, kTokenTile, kVnni, false>(g, a, t, yg, w.n_rows,
+                                                                             rows);
+                }
+            }
+        }
         for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
             if (t == 0) {
                 PackedTile<Tr, kTokenTile, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows,
