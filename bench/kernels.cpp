@@ -4,8 +4,9 @@
 // (2 * rows * cols * tokens per call), on 1 and 2 threads; then one token on Qwen2 0.5B's
 // matrices in the fast and the batch-invariant mode (BM_GemvFast / BM_GemvInvariant). Also the
 // thread pool's dispatch overhead. The "Packed" variants run the same products on the interleaved
-// layout the CPU backend builds at load (kernels/packed_layout.h). Benchmarks run in registration
-// order, so the limits are known when matmul runs.
+// layout the CPU backend builds at load (kernels/packed_layout.h). One token's attention over a
+// long cache (BM_AttendGroup). Benchmarks run in registration order, so the limits are known when
+// matmul runs.
 
 #include <benchmark/benchmark.h>
 
@@ -20,6 +21,7 @@
 
 #include "core/half.h"
 #include "core/thread_pool.h"
+#include "kernels/attention.h"
 #include "kernels/kernel_path.h"
 #include "kernels/matmul.h"
 #include "kernels/packed_layout.h"
@@ -162,6 +164,57 @@ void BM_PoolDispatch(benchmark::State& state) {
     state.counters["us/run"] =
         benchmark::Counter(static_cast<double>(state.iterations()) * 1e-6,
                            benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+// ---- attention ----
+
+// One token's attention on one core, as a decode step of Qwen2 0.5B runs it per KV head: 7 query
+// heads of 64 dimensions against state.range(0) positions of an f16 cache (256 bytes of K and V a
+// position). state.range(1) copies of the cache, used in turn: 1 keeps a short cache in L2, 256
+// copies of 4096 positions (256 MiB) come from DRAM, as a layer's cache does at depth 4096 (the
+// matrices between two layers' attention evict it). GB/s: cache bytes read a second, against
+// BM_ReadBandwidth/1.
+void BM_AttendGroup(benchmark::State& state) {
+    constexpr int64_t kGroup = 7, kHeadDim = 64;
+    const int64_t n_keys = state.range(0), copies = state.range(1);
+    const int64_t n_tiles = (n_keys + minfer::kAttentionKeyTile - 1) / minfer::kAttentionKeyTile;
+    const int64_t tile_values = minfer::kAttentionKeyTile * kHeadDim;
+    // Each copy: its K tiles, then its V tiles, one run (as the CPU backend's pool lays a head
+    // out).
+    std::vector<uint16_t> cache(static_cast<std::size_t>(copies * 2 * n_tiles * tile_values));
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (auto& x : cache) x = minfer::f32_to_f16(normal(rng));
+    std::vector<const void*> k_tiles, v_tiles;
+    for (int64_t c = 0; c < copies; ++c) {
+        for (int64_t t = 0; t < n_tiles; ++t) {
+            k_tiles.push_back(cache.data() + ((c * 2) * n_tiles + t) * tile_values);
+            v_tiles.push_back(cache.data() + ((c * 2 + 1) * n_tiles + t) * tile_values);
+        }
+    }
+    std::vector<float> q(kGroup * kHeadDim), out(kGroup * kHeadDim);
+    for (auto& x : q) x = normal(rng);
+    minfer::AttentionScratch scratch;
+    int64_t c = 0;
+    for (auto _ : state) {
+        minfer::AttentionGroup a;
+        a.q = q.data();
+        a.q_stride = kHeadDim;
+        a.group = kGroup;
+        a.k_tiles = k_tiles.data() + c * n_tiles;
+        a.v_tiles = v_tiles.data() + c * n_tiles;
+        a.n_keys = n_keys;
+        a.head_dim_k = a.head_dim_v = kHeadDim;
+        a.scale = 0.125f;
+        a.out = out.data();
+        a.out_stride = kHeadDim;
+        minfer::attend_group(a, scratch);
+        benchmark::DoNotOptimize(out.data());
+        c = (c + 1) % copies;
+    }
+    state.counters["GB/s"] =
+        benchmark::Counter(static_cast<double>(state.iterations() * 2 * n_keys * kHeadDim * 2),
+                           benchmark::Counter::kIsRate);
 }
 
 // ---- matmul ----
@@ -444,6 +497,12 @@ class BandwidthReporter : public benchmark::ConsoleReporter {
 BENCHMARK(BM_ReadBandwidth)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PeakFma)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PoolDispatch)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_AttendGroup)
+    ->Args({256, 1})
+    ->Args({4096, 1})
+    ->Args({4096, 256})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 #define MINFER_MATMUL_BENCH(TYPE)                    \
     BENCHMARK_CAPTURE(BM_Gemv, TYPE, GgmlType::TYPE) \
