@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/half.h"
@@ -423,11 +424,12 @@ void BM_GemvPackedInCache(benchmark::State& state, GgmlType type) {
         2.0 * static_cast<double>(kDim * (rows - 16) * n_tokens) / seconds * 1e-9;
 }
 
-// The same with the other choice of the AVX2 kernels' software prefetches than this CPU's
-// (kernel_path.h), to check that choice on a new machine; only the AVX2 kernels prefetch.
+// The same with the other choice of the x86 kernels' software prefetches than this CPU's
+// (kernel_path.h), to check that choice on a new machine.
 void BM_GemvPackedOtherPrefetch(benchmark::State& state, GgmlType type) {
-    if (minfer::kernels_in_use().rfind("AVX2", 0) != 0) {
-        state.SkipWithError("only the AVX2 kernels issue software prefetches");
+    const std::string kernels = minfer::kernels_in_use();
+    if (kernels.rfind("AVX2", 0) != 0 && kernels.rfind("AVX3", 0) != 0) {
+        state.SkipWithError("only the AVX2 and AVX-512 kernels issue software prefetches");
         return;
     }
     minfer::set_x86_software_prefetch(!minfer::software_prefetch_pays());
