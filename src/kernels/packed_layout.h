@@ -19,14 +19,15 @@
 // them beside their blocks, and Q6_K (scales read before the codes, stored after them) and Q5_K
 // (fifth bits in units of their own) went from 10-11 to 27. On Zen 4 software prefetching only
 // took from that (by 5-25 % at 0.5-8 KiB ahead, every type); the x86 kernels issue prefetches on
-// Zen 3 and Intel's Xeons, whose prefetchers alone do not keep up (packed_simd.cpp).
+// Zen 3, Zen 5 and Intel's Xeons, whose prefetchers alone do not keep up (packed_simd.cpp).
 // Per block:
 //   the block's codes (a_bytes, a multiple of 64): 64-byte units of three kinds:
 //     words: unit w is one 32-bit word of the file's block (bytes `offset` + 4w .. + 3) for the
 //       16 rows: row r's copy at 4r. Quant nibbles stay as they are (byte k of a word holds
 //       columns k and k + 16 of a 32-value block, or of a pair of K-quant sub-blocks); Q8_0's
 //       bytes are stored XOR 0x80 (value + 128, the unsigned operand of vpdpbusd).
-//     bit planes (Q5_0, Q5_1, Q5_K): the fifth bits of 32 values (8 column groups) in one unit, laid
+//     bit planes (Q5_0, Q5_1, Q5_K): the fifth bits of 32 values (8 column groups) in one unit,
+//     laid
 //       out as the codes they complete: byte 4r + c holds in bit g the fifth bit of row r's
 //       column c of column group g. The AVX-512 kernels turn bit g into a byte mask (one
 //       vptestmb) and add 16 under it; the AVX2 ones shift bit g to bit 4 (one 16-bit shift and

@@ -290,9 +290,19 @@ void PackedTile(const PackedChunk& g, const IntActivations& a, int64_t t0, float
     for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * y_stride, rows, acc[t]);
 }
 
-// Groups [g0, g1): runs of 16 (32-value types), 8, 4, 2 and 1 tokens against each chunk. The
-// first run streams the chunk in from memory and asks for the lines ahead (with kPrefetch); the
-// others find it in L1.
+// A run of T tokens from token t against one chunk. The chunk's first run streams it in from
+// memory and asks for the lines ahead (with kPrefetch); the later runs find it in L1.
+template <class Tr, int T, bool kVnni, bool kPrefetch>
+HWY_INLINE void PackedRun(const PackedChunk& g, const IntActivations& a, int64_t t, float* y,
+                          int64_t y_stride, __mmask16 rows) {
+    if (t == 0) {
+        PackedTile<Tr, T, kTokenTile, kVnni, kPrefetch>(g, a, t, y, y_stride, rows);
+    } else {
+        PackedTile<Tr, T, kTokenTile, kVnni, false>(g, a, t, y, y_stride, rows);
+    }
+}
+
+// Groups [g0, g1): runs of 16 (32-value types), 8, 4, 2 and 1 tokens against each chunk.
 template <class Tr, bool kVnni, bool kPrefetch>
 void PackedGroups(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int64_t g1,
                   const IntActivations& a, int64_t n_tokens, float* y) {
@@ -305,34 +315,21 @@ void PackedGroups(const WeightMatrix& w, const PackedLayout& l, int64_t g0, int6
         int64_t t = 0;
         if constexpr (Tr::kSubs == 1) {
             for (; t + 2 * kTokenTile <= n_tokens; t += 2 * kTokenTile) {
-                if (t == 0) {
-                    PackedTile<Tr, 2 * kTokenTile, kTokenTile, kVnni, kPrefetch>(g, a, t, yg,
-                                                                                 w.n_rows, rows);
-                } else {
-                    PackedTile<Tr, 2 * kTokenTile, kTokenTile, kVnni, false>(g, a, t, yg, w.n_rows,
-                                                                             rows);
-                }
+                PackedRun<Tr, 2 * kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
             }
         }
         for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
-            if (t == 0) {
-                PackedTile<Tr, kTokenTile, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows,
-                                                                         rows);
-            } else {
-                PackedTile<Tr, kTokenTile, kTokenTile, kVnni, false>(g, a, t, yg, w.n_rows, rows);
-            }
+            PackedRun<Tr, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
         }
         if (t + 4 <= n_tokens) {
-            PackedTile<Tr, 4, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
+            PackedRun<Tr, 4, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
             t += 4;
         }
         if (t + 2 <= n_tokens) {
-            PackedTile<Tr, 2, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
+            PackedRun<Tr, 2, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
             t += 2;
         }
-        if (t < n_tokens) {
-            PackedTile<Tr, 1, kTokenTile, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
-        }
+        if (t < n_tokens) PackedRun<Tr, 1, kVnni, kPrefetch>(g, a, t, yg, w.n_rows, rows);
     });
 }
 
@@ -477,7 +474,7 @@ HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int3
 // 19.5-20.4 GB/s with them and 23.8-24.1 without, Q4_K 14.0-15.4 against 21.5-22.3, and two
 // threads decoded Llama 1.1B Q4_K_M at 40-45 tokens/s with them, 48-50 without (three
 // alternations; Q4_0, Q8_0 and the MoE 5-15 % faster too). So kPrefetch follows
-// software_prefetch_pays() (kernel_path.h). The AVX-512 kernels issue none (packed_layout.h).
+// software_prefetch_pays() (kernel_path.h), as in the AVX-512 kernels above.
 // Sub-block s's share of them. Constants once the sub-block loop is unrolled: a few prefetches,
 // no arithmetic.
 template <class Tr, bool kPrefetch>
