@@ -30,15 +30,13 @@ constexpr int64_t kTile = kAttentionKeyTile;
 
 // The paged cache's tiles (1-4 KiB each) of one head follow each other in the CPU backend's pool
 // where a sequence's blocks do (backend/cpu/kv_pool.h), but blocks may lie anywhere, and the
-// hardware prefetchers alone left a long context's reads waiting: each tile asks for the lines of
-// the one kPrefetchTiles ahead (Qwen2 0.5B at depth 4096, 2 vCPUs of an Intel Xeon: the attention
-// op 222-239 us a layer without, 168-175 with; 2, 6 and 12 tiles ahead measured alike).
+// hardware prefetchers alone left a long context's reads waiting: scoring a tile asks for the lines
+// of the one kPrefetchTiles ahead (Qwen2 0.5B at depth 4096, 2 vCPUs of an Intel Xeon: the
+// attention op 222-239 us a layer without, 168-175 with; 2, 6 and 12 tiles ahead measured alike).
+// The asks are spread through the score loop, a line per 64 bytes of dimensions, rather than issued
+// in a burst before it (Zen 5, bench_kernels' AttendGroup/4096/256 from DRAM, 3 alternated rounds:
+// 80-91 -> 56-78 us; tg128 at depth 4096, 6 rounds: paired ratio 1.05, 0.82-1.19).
 constexpr int64_t kPrefetchTiles = 12;
-
-void PrefetchTile(const void* tile, int64_t bytes) {
-    const auto* p = static_cast<const char*>(tile);
-    for (int64_t at = 0; at < bytes; at += 64) hwy::Prefetch(p + at);
-}
 
 // N cache values at p (f16 or f32) as f32.
 HWY_INLINE VF LoadCache(const void* p, int64_t i, bool f16) {
@@ -75,15 +73,22 @@ void RoundToF16(float* x, int64_t n) {
 // pipes can fill (bench_kernels' AttendGroup, one core, best of 8, Zen 5: 4096 keys in L2
 // 45.0-46.6 -> 42.4-44.1 us, 256 keys 2.95-2.97 -> 2.81-2.88).
 template <int MC, int NT>
-void ScoreTiles(const float* q, int64_t dk, const void* const* tiles, bool f16, float scale,
-                float* scores, int64_t score_stride) {
+void ScoreTiles(const float* q, int64_t dk, const void* const* tiles, const void* const* ahead,
+                bool f16, float scale, float* scores, int64_t score_stride) {
     const DF df;
     const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+    const int64_t row_bytes = kTile * (f16 ? 2 : 4);  // one dimension of a tile's 16 keys
     for (int64_t s = 0; s < kTile; s += lanes) {
         VF acc[NT][MC];
         for (int i = 0; i < NT; ++i)
             for (int j = 0; j < MC; ++j) acc[i][j] = hn::Zero(df);
         for (int64_t d = 0; d < dk; ++d) {
+            if (s == 0 && d * row_bytes % 64 == 0) {  // the tiles ahead: a line at a time
+                for (int i = 0; i < NT; ++i) {
+                    if (ahead[i] != nullptr)
+                        hwy::Prefetch(static_cast<const char*>(ahead[i]) + d * row_bytes);
+                }
+            }
             for (int i = 0; i < NT; ++i) {
                 const VF k = LoadCache(tiles[i], d * kTile + s, f16);
                 for (int j = 0; j < MC; ++j)
@@ -200,19 +205,23 @@ void ForRowGroups(int64_t rows, Args... args) {
 
 template <int MC>
 struct ScoreRows {
-    static void run(int64_t m, const float* q, int64_t dk, const void* const* tiles, int n_tiles,
-                    bool f16, float scale, float* out, int64_t stride) {
+    static void run(int64_t m, const float* q, int64_t dk, const void* const* tiles,
+                    const void* const* ahead, int n_tiles, bool f16, float scale, float* out,
+                    int64_t stride) {
+        // The first group of rows asks for the tiles ahead; the others find them in cache.
+        static constexpr const void* kNone[2] = {nullptr, nullptr};
+        if (m > 0) ahead = kNone;
         // Two tiles where the accumulators fit the registers (8 rows: 16 of AVX-512's 32).
         constexpr bool kPairs = HWY_ARCH_X86 ? HWY_TARGET <= HWY_AVX3 : HWY_ARCH_ARM_A64;
         if constexpr (kPairs) {
             if (n_tiles == 2) {
-                return ScoreTiles<MC, 2>(q + m * dk, dk, tiles, f16, scale, out + m * stride,
+                return ScoreTiles<MC, 2>(q + m * dk, dk, tiles, ahead, f16, scale, out + m * stride,
                                          stride);
             }
         }
         for (int i = 0; i < n_tiles; ++i) {
-            ScoreTiles<MC, 1>(q + m * dk, dk, tiles + i, f16, scale, out + m * stride + i * kTile,
-                              stride);
+            ScoreTiles<MC, 1>(q + m * dk, dk, tiles + i, ahead + i, f16, scale,
+                              out + m * stride + i * kTile, stride);
         }
     }
 };
@@ -287,16 +296,15 @@ void AttendGroup(const AttentionGroup& a, float* scratch) {
         std::copy(a.q + m * a.q_stride, a.q + m * a.q_stride + dk, q + m * dk);
         if (a.f16) RoundToF16(q + m * dk, dk);
     }
-    const int64_t k_tile_bytes = kTile * dk * (a.f16 ? 2 : 4);
     for (int64_t t = 0; t < n_tiles; t += 2) {
         const int pair = t + 1 < n_tiles ? 2 : 1;
+        const void* ahead[2] = {nullptr, nullptr};  // the tiles kPrefetchTiles on
         for (int i = 0; i < pair; ++i) {
-            if (t + i + kPrefetchTiles < n_tiles) {
-                PrefetchTile(a.k_tiles[t + i + kPrefetchTiles], k_tile_bytes);
-            }
+            if (t + i + kPrefetchTiles < n_tiles) ahead[i] = a.k_tiles[t + i + kPrefetchTiles];
         }
-        ForRowGroups<ScoreRows>(g, static_cast<const float*>(q), dk, a.k_tiles + t, pair, a.f16,
-                                a.scale, scores + t * kTile, stride);
+        ForRowGroups<ScoreRows>(g, static_cast<const float*>(q), dk, a.k_tiles + t,
+                                static_cast<const void* const*>(ahead), pair, a.f16, a.scale,
+                                scores + t * kTile, stride);
     }
     for (int64_t m = 0; m < g; ++m) {
         float* row = scores + m * stride;
