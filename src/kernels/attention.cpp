@@ -35,7 +35,7 @@ constexpr int64_t kTile = kAttentionKeyTile;
 // attention op 222-239 us a layer without, 168-175 with; 2, 6 and 12 tiles ahead measured alike).
 // The asks are spread through the score loop, a line per 64 bytes of dimensions, rather than issued
 // in a burst before it (Zen 5, bench_kernels' AttendGroup/4096/256 from DRAM, 3 alternated rounds:
-// 80-91 -> 56-78 us; tg128 at depth 4096, 6 rounds: paired ratio 1.05, 0.82-1.19).
+// 80-91 -> 56-78 us; tg128 at depth 4096 over depth 0, alternated: 0.75 -> 0.84).
 constexpr int64_t kPrefetchTiles = 12;
 
 // N cache values at p (f16 or f32) as f32.
