@@ -103,11 +103,6 @@ void GemmFloatPanel(const float* panel, int64_t n_cols, const float* x, int64_t 
 
 #if HWY_TARGET == HWY_AVX3
 
-void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, int64_t n_tokens,
-                  float* y, int64_t y_stride, int n_valid_rows, bool accumulate) {
-    GemmIntPanelAvx3(p, a, block0, n_tokens, y, y_stride, n_valid_rows, accumulate);
-}
-
 #elif HWY_TARGET == HWY_AVX2
 
 // AVX2 has no vpdpbusd, and vpmaddubsw would saturate on the +128 weights; so the weights go
@@ -345,7 +340,21 @@ void GemmIntPanel(const IntPanel& p, const IntActivations& a, int64_t block0, in
 
 #endif
 
-// The name of what GemmIntPanel runs on this target (matmul_kernel_name).
+// Panels of consecutive rows, one after the other where the target has no kernel for two at once.
+void GemmIntPanels(const IntPanel* p, int n_panels, const IntActivations& a, int64_t block0,
+                   int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
+                   bool accumulate) {
+#if HWY_TARGET == HWY_AVX3
+    GemmIntPanelsAvx3(p, n_panels, a, block0, n_tokens, y, y_stride, n_valid_rows, accumulate);
+#else
+    for (int i = 0; i < n_panels; ++i) {
+        GemmIntPanel(p[i], a, block0, n_tokens, y + i * kPanelRows, y_stride,
+                     std::clamp(n_valid_rows - i * kPanelRows, 0, kPanelRows), accumulate);
+    }
+#endif
+}
+
+// The name of what GemmIntPanels runs on this target (matmul_kernel_name).
 const char* GemmIntPanelName() {
 #if HWY_TARGET == HWY_AVX3
     return x86_vnni_available() ? "AVX3 VNNI" : "AVX3";
@@ -381,7 +390,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace minfer::kernels {
 
-HWY_EXPORT(GemmIntPanel);
+HWY_EXPORT(GemmIntPanels);
 HWY_EXPORT(GemmFloatPanel);
 HWY_EXPORT(GemmIntPanelName);
 HWY_EXPORT(GemmFloatPanelName);
@@ -391,11 +400,18 @@ std::string gemm_panel_kernel_name(bool float_weights) {
                          : HWY_DYNAMIC_DISPATCH(GemmIntPanelName)();
 }
 
+void gemm_int_panels_simd(const IntPanel* panels, int n_panels, const IntActivations& act,
+                          int64_t block_begin, int64_t n_tokens, float* y, int64_t y_stride,
+                          int n_valid_rows, bool accumulate) {
+    HWY_DYNAMIC_DISPATCH(GemmIntPanels)
+    (panels, n_panels, act, block_begin, n_tokens, y, y_stride, n_valid_rows, accumulate);
+}
+
 void gemm_int_panel_simd(const IntPanel& panel, const IntActivations& act, int64_t block_begin,
                          int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
                          bool accumulate) {
-    HWY_DYNAMIC_DISPATCH(GemmIntPanel)(panel, act, block_begin, n_tokens, y, y_stride,
-                                       n_valid_rows, accumulate);
+    gemm_int_panels_simd(&panel, 1, act, block_begin, n_tokens, y, y_stride, n_valid_rows,
+                         accumulate);
 }
 
 void gemm_float_panel_simd(const float* panel, int64_t n_cols, const float* x, int64_t x_stride,

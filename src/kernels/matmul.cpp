@@ -23,6 +23,10 @@ constexpr std::size_t align64(std::size_t n) {
     return (n + 63) & ~std::size_t{63};
 }
 
+// Groups of interleaved weights decoded into panels at a time for many tokens (run_packed): two,
+// which the AVX-512 GEMM multiplies together (gemm_int_panels_simd).
+constexpr int kPackedPanelsAtOnce = 2;
+
 bool is_float_weight(GgmlType type) {
     return type == GgmlType::F32 || type == GgmlType::F16 || type == GgmlType::BF16;
 }
@@ -185,6 +189,9 @@ MatmulJob::MatmulJob(const WeightMatrix& w, const float* x, int64_t n_tokens, fl
     panel_bytes_ = !gemm_ || (packed_ && !packed_panels_) ? 0
                    : float_weights_                       ? kernels::float_panel_bytes(chunk_cols_)
                                     : align64(kernels::int_panel_bytes(w.type, chunk_cols_));
+    // Interleaved integer weights are decoded two groups at a time, for the GEMM to multiply
+    // both panels together (run_packed).
+    if (packed_panels_ && !float_weights_) panel_bytes_ *= kPackedPanelsAtOnce;
 }
 
 std::size_t MatmulJob::scratch_bytes() const {
@@ -322,15 +329,21 @@ void MatmulJob::run_packed(int i) const {
         });
         return;
     }
-    const kernels::IntPanel panel = kernels::int_panel_at(panel_memory, w_.type, w_.n_cols);
+    // Two groups at a time (one at the end of an odd band), each decoded into its panel.
+    kernels::IntPanel panels[kPackedPanelsAtOnce];
+    for (int k = 0; k < kPackedPanelsAtOnce; ++k) {
+        panels[k] = kernels::int_panel_at(panel_memory + panel_bytes_ / kPackedPanelsAtOnce * k,
+                                          w_.type, w_.n_cols);
+    }
     for_each_band([&](int64_t g0, int64_t g1) {
-        for (int64_t g = g0; g < g1; ++g) {
+        for (int64_t g = g0; g < g1; g += kPackedPanelsAtOnce) {
+            const int n = static_cast<int>(std::min<int64_t>(kPackedPanelsAtOnce, g1 - g));
             const int64_t row0 = g * kernels::kPackedRows;
             const int valid =
-                static_cast<int>(std::min<int64_t>(kernels::kPackedRows, w_.n_rows - row0));
-            kernels::fill_int_panel_packed_simd(w_, g, panel);
-            kernels::gemm_int_panel_simd(panel, ia, 0, n_tokens_, y_ + row0, w_.n_rows, valid,
-                                         false);
+                static_cast<int>(std::min<int64_t>(n * kernels::kPackedRows, w_.n_rows - row0));
+            for (int k = 0; k < n; ++k) kernels::fill_int_panel_packed_simd(w_, g + k, panels[k]);
+            kernels::gemm_int_panels_simd(panels, n, ia, 0, n_tokens_, y_ + row0, w_.n_rows, valid,
+                                          false);
         }
     });
 }

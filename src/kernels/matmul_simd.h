@@ -41,6 +41,12 @@ bool gemv_panel_simd(const WeightMatrix& w, int64_t row_begin, int64_t block_beg
 void gemm_int_panel_simd(const IntPanel& panel, const IntActivations& act, int64_t block_begin,
                          int64_t n_tokens, float* y, int64_t y_stride, int n_valid_rows,
                          bool accumulate);
+// The same for n_panels (1 or 2) panels of the same columns and consecutive rows (panel i's in y +
+// 16 i; n_valid_rows counted over all of them), with the same bits: AVX-512 multiplies two at once,
+// one load of each token's activations serving both.
+void gemm_int_panels_simd(const IntPanel* panels, int n_panels, const IntActivations& act,
+                          int64_t block_begin, int64_t n_tokens, float* y, int64_t y_stride,
+                          int n_valid_rows, bool accumulate);
 
 // What gemm_int_panel_simd (or, with float_weights, gemm_float_panel_simd) runs on this CPU now:
 // its Highway target and the extensions it uses, e.g. "AVX3 VNNI", "NEON DOTPROD (sdot)".
