@@ -103,6 +103,8 @@ void GemmFloatPanel(const float* panel, int64_t n_cols, const float* x, int64_t 
 
 #if HWY_TARGET == HWY_AVX3
 
+// GemmIntPanelsAvx3 (gemm_x86_avx3-inl.h), one panel or two at once.
+
 #elif HWY_TARGET == HWY_AVX2
 
 // AVX2 has no vpdpbusd, and vpmaddubsw would saturate on the +128 weights; so the weights go
