@@ -351,7 +351,7 @@ void GemmIntPanels(const IntPanel* p, int n_panels, const IntActivations& a, int
 #else
     for (int i = 0; i < n_panels; ++i) {
         GemmIntPanel(p[i], a, block0, n_tokens, y + i * kPanelRows, y_stride,
-                     std::clamp(n_valid_rows - i * kPanelRows, 0, kPanelRows), accumulate);
+                     PanelValidRows(n_valid_rows, i), accumulate);
     }
 #endif
 }

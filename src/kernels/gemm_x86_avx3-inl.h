@@ -152,7 +152,7 @@ struct TokenRun {
 // and with kMin acc = fma(m, s_a, acc): the same whatever T and R, so every token count and panel
 // pairing gives the same bits.
 template <int R, int T, int W, bool kMin, bool kVnni>
-HWY_INLINE void Block32Blocks(const IntPanel (&p)[R], const IntActivations& a, const TokenRun& run,
+HWY_INLINE void Block32Blocks(const IntPanel* p, const IntActivations& a, const TokenRun& run,
                               __m512 (&acc)[R][T]) {
     const int8_t* act = a.q_tile(run.tile) + run.slot * 4;
     const int32_t* corr = a.corr + a.sub_tile(run.tile) + run.slot;
@@ -188,8 +188,8 @@ HWY_INLINE void Block32Blocks(const IntPanel (&p)[R], const IntActivations& a, c
 // panels. Per row and token, once per block: acc = fma(d_a, fma(float(msum), -dmin, float(isum) *
 // d), acc) with kMin, else acc = fma(float(isum), d * d_a, acc); isum and msum are exact integers.
 template <int R, int T, int W, int kSub, bool kMin, bool kVnni>
-HWY_INLINE void SuperBlockBlocks(const IntPanel (&p)[R], const IntActivations& a,
-                                 const TokenRun& run, __m512 (&acc)[R][T]) {
+HWY_INLINE void SuperBlockBlocks(const IntPanel* p, const IntActivations& a, const TokenRun& run,
+                                 __m512 (&acc)[R][T]) {
     constexpr int kSubs = 256 / kSub;
     const int8_t* act = a.q_tile(run.tile) + run.slot * 4;
     const int32_t* corr = a.corr + a.sub_tile(run.tile) + run.slot;
@@ -261,14 +261,11 @@ HWY_INLINE void SuperBlockBlocks(const IntPanel (&p)[R], const IntActivations& a
 template <int R, int T, class Blocks>
 HWY_INLINE void RunTile(const IntPanel* p, const IntActivations& a, const TokenRun& run, float* y,
                         int64_t y_stride, int n_valid_rows, bool accumulate, Blocks blocks) {
-    IntPanel panels[R];
     __mmask16 mask[R];
     __m512 acc[R][T];
 #pragma GCC unroll 2
     for (int r = 0; r < R; ++r) {
-        panels[r] = p[r];
-        const int valid = std::clamp(n_valid_rows - r * kPanelRows, 0, kPanelRows);
-        mask[r] = static_cast<__mmask16>((1u << valid) - 1u);
+        mask[r] = static_cast<__mmask16>((1u << PanelValidRows(n_valid_rows, r)) - 1u);
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) {
             acc[r][t] = accumulate
@@ -276,7 +273,7 @@ HWY_INLINE void RunTile(const IntPanel* p, const IntActivations& a, const TokenR
                             : _mm512_setzero_ps();
         }
     }
-    blocks(panels, a, run, acc);
+    blocks(p, a, run, acc);
 #pragma GCC unroll 2
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
@@ -293,7 +290,7 @@ template <int R, int T, int W, bool kMin, bool kVnni>
 void Block32Tile(const IntPanel* p, const IntActivations& a, const TokenRun& run, float* y,
                  int64_t y_stride, int n_valid_rows, bool accumulate) {
     RunTile<R, T>(p, a, run, y, y_stride, n_valid_rows, accumulate,
-                  [](const IntPanel(&pp)[R], const IntActivations& aa, const TokenRun& rr,
+                  [](const IntPanel* pp, const IntActivations& aa, const TokenRun& rr,
                      __m512(&acc)[R][T]) { Block32Blocks<R, T, W, kMin, kVnni>(pp, aa, rr, acc); });
 }
 
@@ -302,8 +299,9 @@ void SuperBlockTile(const IntPanel* p, const IntActivations& a, const TokenRun& 
                     int64_t y_stride, int n_valid_rows, bool accumulate) {
     RunTile<R, T>(
         p, a, run, y, y_stride, n_valid_rows, accumulate,
-        [](const IntPanel(&pp)[R], const IntActivations& aa, const TokenRun& rr,
-           __m512(&acc)[R][T]) { SuperBlockBlocks<R, T, W, kSub, kMin, kVnni>(pp, aa, rr, acc); });
+        [](const IntPanel* pp, const IntActivations& aa, const TokenRun& rr, __m512(&acc)[R][T]) {
+            SuperBlockBlocks<R, T, W, kSub, kMin, kVnni>(pp, aa, rr, acc);
+        });
 }
 
 template <int R, int T, int W, bool kVnni>

@@ -70,6 +70,10 @@ struct IntPanel {
     int subs_per_block;  // 1 (32-value blocks), 8 or 16
     bool has_min;
 };
+// Of n_valid_rows counted over panels of consecutive rows, how many fall in panel i.
+constexpr int PanelValidRows(int n_valid_rows, int i) {
+    return std::clamp(n_valid_rows - i * kPanelRows, 0, kPanelRows);
+}
 std::size_t int_panel_bytes(GgmlType type, int64_t n_cols);
 IntPanel int_panel_at(std::byte* memory, GgmlType type, int64_t n_cols);
 // Unpacks blocks [block_begin, block_begin + panel.n_blocks) of rows [row_begin, row_begin +
