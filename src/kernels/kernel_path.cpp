@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #include "core/error.h"
@@ -176,27 +178,67 @@ bool software_prefetch_pays_on(bool amd, unsigned family, unsigned model) {
     if (!amd || family != 0x19) return true;
     return model <= 0x0F || (model >= 0x20 && model <= 0x5F);
 }
-bool software_prefetch_pays() {
-    static const bool pays = [] {
-        bool amd = false;
-        unsigned family = 0, model = 0;
-        return !read_x86_cpu(amd, family, model) || software_prefetch_pays_on(amd, family, model);
+// Zen 5 (the EPYC "Turin" VM above, 7 December 2026, two threads, 3-4 alternations of bench
+// -p 0 -n 64, tokens/s at 2048 / 4096 / 8192 bytes): one sequence Qwen2 0.5B Q4_0 125-149 /
+// 136-167 / 151-181, Llama 1.1B Q4_K_M 73-75 / 80-88 / 88-91, Q6_K 8192 and 12288 alike
+// (112-120), 16384 no better; 16 sequences (-n 32) Q4_0 721-775 at 2048, 726-820 at 8192. At 2048
+// the lines came late: a block of one token takes a few nanoseconds, and 2048 bytes ahead is a
+// few blocks, under the memory's latency.
+int software_prefetch_distance_on(bool amd, unsigned family, unsigned /*model*/) {
+    return amd && family >= 0x1A ? 8192 : 2048;
+}
+
+namespace {
+struct X86Cpu {
+    bool known = false, amd = false;
+    unsigned family = 0, model = 0;
+};
+const X86Cpu& this_x86_cpu() {
+    static const X86Cpu cpu = [] {
+        X86Cpu c;
+        c.known = read_x86_cpu(c.amd, c.family, c.model);
+        return c;
     }();
-    return pays;
+    return cpu;
+}
+
+// MINFER_SOFTWARE_PREFETCH: 0 (off), 1 (on at the CPU's distance) or a distance in bytes; -1
+// where unset or not one of those.
+int prefetch_from_environment() {
+    static const int value = [] {
+        const char* v = std::getenv("MINFER_SOFTWARE_PREFETCH");
+        if (v == nullptr) return -1;
+        const std::string_view text(v);
+        if (text == "0" || text == "1") return text == "1" ? 1 : 0;
+        int bytes = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+        const bool valid = ec == std::errc() && end == text.data() + text.size() && bytes >= 64 &&
+                           bytes <= 65536 && bytes % 64 == 0;
+        return valid ? bytes : -1;
+    }();
+    return value;
+}
+}  // namespace
+
+bool software_prefetch_pays() {
+    const X86Cpu& c = this_x86_cpu();
+    return !c.known || software_prefetch_pays_on(c.amd, c.family, c.model);
 }
 void set_x86_software_prefetch(bool enabled) {
     g_x86_prefetch.store(enabled ? 1 : 0, std::memory_order_relaxed);
 }
 bool x86_software_prefetch() {
+    return x86_software_prefetch_distance() > 0;
+}
+int x86_software_prefetch_distance() {
+    const X86Cpu& c = this_x86_cpu();
+    const int cpu_distance = software_prefetch_distance_on(c.amd, c.family, c.model);
     const int set = g_x86_prefetch.load(std::memory_order_relaxed);
-    if (set >= 0) return set == 1;
-    // MINFER_SOFTWARE_PREFETCH=0 or 1 overrides the rule, for measuring a CPU it does not know.
-    static const int from_environment = [] {
-        const char* v = std::getenv("MINFER_SOFTWARE_PREFETCH");
-        if (v == nullptr) return -1;
-        return std::string_view(v) == "1" ? 1 : std::string_view(v) == "0" ? 0 : -1;
-    }();
-    return from_environment < 0 ? software_prefetch_pays() : from_environment == 1;
+    if (set >= 0) return set == 1 ? cpu_distance : 0;
+    const int from_environment = prefetch_from_environment();
+    if (from_environment > 1) return from_environment;
+    const bool on = from_environment < 0 ? software_prefetch_pays() : from_environment == 1;
+    return on ? cpu_distance : 0;
 }
 
 std::string kernels_in_use() {
@@ -209,7 +251,9 @@ std::string kernels_in_use() {
         if (x86_bf16_available()) name += " BF16";
     }
     if (targets.front() == HWY_AVX2 || targets.front() == HWY_AVX3) {
-        name += x86_software_prefetch() ? " (software prefetch on)" : " (software prefetch off)";
+        const int distance = x86_software_prefetch_distance();
+        name += distance > 0 ? concat(" (software prefetch on, ", distance, " bytes ahead)")
+                             : std::string(" (software prefetch off)");
     }
     if (arm_extensions() >= ArmExtensions::kDotProd) name += " DOTPROD";
     if (arm_extensions() >= ArmExtensions::kI8mm) name += " I8MM";

@@ -42,15 +42,21 @@ std::string arm_features();
 // own answer, software_prefetch_pays(): the hardware prefetchers of Zen 3 and of Intel's Xeons
 // alone fell behind those kernels, Zen 4's keep up and the prefetches only slowed them, Zen 5's
 // fall behind again.
-// MINFER_SOFTWARE_PREFETCH=0 or 1 in the environment overrides it (a CPU the rule does not know);
-// tests and benchmarks switch it to run both ways.
+// MINFER_SOFTWARE_PREFETCH=0 or 1 in the environment overrides it (a CPU the rule does not know),
+// or a distance in bytes (a multiple of 64 up to 65536) turns them on that far ahead; tests and
+// benchmarks switch it to run both ways.
 bool software_prefetch_pays();
 // The rule behind it, for an x86 CPU by vendor and CPUID family and model (display values):
 // false on AMD Zen 4 (family 0x19 but its Zen 3 models), true elsewhere (Zen 5 measured).
 bool software_prefetch_pays_on(bool amd, unsigned family, unsigned model);
+// How far ahead of their reads the kernels ask, in bytes, where they do: 8192 on AMD Zen 5 and
+// later (family 0x1A and up, measured), 2048 elsewhere (the distance the Xeons were tuned with).
+int software_prefetch_distance_on(bool amd, unsigned family, unsigned model);
 // The choice in force: the environment's or the default above until set.
 void set_x86_software_prefetch(bool enabled);
 bool x86_software_prefetch();
+// Its distance in bytes: the environment's, else the CPU's (0 where the prefetches are off).
+int x86_software_prefetch_distance();
 
 // For benchmark records: the kernels this process runs ("scalar", or Highway's name of the best
 // SIMD target and the extensions in use, e.g. "AVX2 (software prefetch off)", "AVX3 VNNI BF16",

@@ -54,6 +54,7 @@ struct PackedChunk {
     const uint8_t* base;
     PackedLayout l;
     int64_t b0, n_blocks;
+    int64_t prefetch_bytes;  // how far ahead the x86 kernels ask for lines, where they do
 
     // Codes and 16 f16 d (types with d units only; never read otherwise) of the chunk's block b
     // (counted from b0).
@@ -65,7 +66,7 @@ static_assert(kPackedRows == kPanelRows, "a group fills one GEMM panel");
 
 PackedChunk ChunkAt(const WeightMatrix& w, const PackedLayout& l, int64_t g, int64_t k) {
     const auto* base = reinterpret_cast<const uint8_t*>(w.packed.data()) + l.chunk_offset(g, k);
-    return {base, l, l.stripe_begin(k), l.stripe_size(k)};
+    return {base, l, l.stripe_begin(k), l.stripe_size(k), x86_software_prefetch_distance()};
 }
 
 // Calls f(chunk, y + the group's first row, its valid rows) for the chunks of groups [g0, g1),
@@ -85,22 +86,22 @@ HWY_INLINE void ForEachChunk(const WeightMatrix& w, const PackedLayout& l, int64
 #endif  // AVX3, AVX2 or aarch64's NEON
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
-// How far ahead the kernels ask for lines where the CPU's prefetchers alone fall behind
-// (software_prefetch_pays(); the AVX2 measurements are at its kernels below). The AVX-512 kernels
+// The kernels ask for lines ahead of their reads where the CPU's prefetchers alone fall behind
+// (software_prefetch_pays(); the AVX2 measurements are at its kernels below), g.prefetch_bytes
+// ahead (software_prefetch_distance_on: how far was measured on Zen 5). The AVX-512 kernels
 // on 2 vCPUs of an Intel Xeon (AVX-512 VNNI, 6 December 2026, Qwen2 0.5B shape by llama-quantize,
-// three alternations, tokens/s without / with): one sequence Q4_0 49.3-50.5 / 59.0-61.3, Q4_K_M
-// 45.6 / 52.9-54.6, Q8_0 39.2-39.4 / 42.4-44.3, Q6_K 41.1-41.4 / 44.8-46.2; 16 sequences 322 /
-// 405 (Q4_0), 278-285 / 341-352 (Q4_K_M): the weights' loads had stalled 38 % of the Q4_0 tile's
-// cycles. A whole block's lines at once, at its start (K-quants too: spread over the sub-blocks
-// as AVX2 does was not measured here).
-constexpr int64_t kPrefetchBytes = 2048;
-
-// The lines kPrefetchBytes ahead of bytes [begin, end) of a block.
+// three alternations, tokens/s without / with, 2048 bytes ahead): one sequence Q4_0 49.3-50.5 /
+// 59.0-61.3, Q4_K_M 45.6 / 52.9-54.6, Q8_0 39.2-39.4 / 42.4-44.3, Q6_K 41.1-41.4 / 44.8-46.2; 16
+// sequences 322 / 405 (Q4_0), 278-285 / 341-352 (Q4_K_M): the weights' loads had stalled 38 % of
+// the Q4_0 tile's cycles. A whole block's lines at once, at its start (K-quants too: spread over
+// the sub-blocks as AVX2 does was not measured here).
+//
+// The lines `distance` bytes ahead of bytes [begin, end) of a block.
 template <bool kPrefetch>
-HWY_INLINE void PrefetchRange(const uint8_t* codes, int begin, int end) {
+HWY_INLINE void PrefetchRange(const uint8_t* codes, int64_t distance, int begin, int end) {
     if constexpr (!kPrefetch) return;
     for (int at = begin; at < end; at += 64) {
-        _mm_prefetch(reinterpret_cast<const char*>(codes + kPrefetchBytes + at), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(codes + distance + at), _MM_HINT_T0);
     }
 }
 #endif
@@ -154,8 +155,8 @@ HWY_INLINE __m512 AddBlock(const typename Tr::Head& h, __m512i isum, const float
 template <class Tr, int T, int W, bool kVnni, bool kPrefetch>
 HWY_INLINE void PackedBlocks(const PackedChunk& g, const IntActivations& a, const TokenRun& run,
                              __m512 (&acc)[T]) {
-    // The lines kPrefetchBytes ahead of a block's codes, with the d unit before them (the layout's
-    // one sequential run: past the chunk's end they are the next chunk's).
+    // The lines g.prefetch_bytes ahead of a block's codes, with the d unit before them (the
+    // layout's one sequential run: past the chunk's end they are the next chunk's).
     const int first_line = g.l.has_d_units ? -64 : 0;
     const int block_bytes = static_cast<int>(g.l.a_bytes);
     constexpr int kGroups = Tr::kSub / 4;
@@ -171,7 +172,7 @@ HWY_INLINE void PackedBlocks(const PackedChunk& g, const IntActivations& a, cons
     for (int64_t local = 0; local < g.n_blocks; ++local) {
         const int64_t b = g.b0 + local;  // of the row: the activations' block
         const uint8_t* pa = g.codes(local);
-        PrefetchRange<kPrefetch>(pa, first_line, block_bytes);
+        PrefetchRange<kPrefetch>(pa, g.prefetch_bytes, first_line, block_bytes);
         const typename Tr::Head h = Tr::Decode(pa, g.d(local));
         __m512i isum[T];
 #pragma GCC unroll 8
@@ -253,7 +254,7 @@ HWY_INLINE void PackedBlocksTwoTiles(const PackedChunk& g, const IntActivations&
     for (int64_t local = 0; local < g.n_blocks; ++local) {
         const int64_t b = g.b0 + local;  // of the row: the activations' block and sub-block
         const uint8_t* pa = g.codes(local);
-        PrefetchRange<kPrefetch>(pa, first_line, block_bytes);
+        PrefetchRange<kPrefetch>(pa, g.prefetch_bytes, first_line, block_bytes);
         const typename Tr::Head h = Tr::Decode(pa, g.d(local));
         Tr::ForEachSub(pa, h, [&](int, const __m512i* v) HWY_ATTR {
 #pragma GCC unroll 16
@@ -469,7 +470,7 @@ HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int3
 // Zen 3's hardware prefetchers alone let one core's kernel and its memory reads take turns: one
 // thread decoded Q4_0 from DRAM at 61-66 % of a plain read of the same huge pages (10-13 GB/s
 // against 17-20), what no overlap at all gives for a kernel that runs at 26 GB/s from L3. Asking
-// for the lines kPrefetchBytes ahead as each sub-block starts (a block's share of them: a
+// for the lines 2048 bytes ahead as each sub-block starts (a block's share of them: a
 // K-quant block's 36 lines spread over its 8 sub-blocks; all at once was 5-15 % slower on Zen 4)
 // brought one thread to 88 % on Q4_0 and Q8_0 and 82 % on Q4_K, two to 97, 98 and 92 % (from 72,
 // 78 and 77). Zen 4's prefetchers keep up alone, and there the prefetches only cost: on the Zen 4
@@ -481,8 +482,8 @@ HWY_INLINE void SubBlockDotsAvx2(const __m256i* v, const int8_t* act, const int3
 // Sub-block s's share of them. Constants once the sub-block loop is unrolled: a few prefetches,
 // no arithmetic.
 template <class Tr, bool kPrefetch>
-HWY_INLINE void PrefetchAhead(const uint8_t* codes, int s) {
-    PrefetchRange<kPrefetch>(codes, s * Tr::kBlockBytes / Tr::kSubs,
+HWY_INLINE void PrefetchAhead(const uint8_t* codes, int64_t distance, int s) {
+    PrefetchRange<kPrefetch>(codes, distance, s * Tr::kBlockBytes / Tr::kSubs,
                              (s + 1) * Tr::kBlockBytes / Tr::kSubs);
 }
 
@@ -519,7 +520,7 @@ HWY_INLINE void Block32OneTokenAvx2(const PackedChunk& g, const IntActivations& 
     const int32_t* corr = a.corr + g.b0;
     const float* da = a.d + g.b0;
     auto block = [&](const uint8_t* pa, const uint8_t* pd, int64_t local) HWY_ATTR {
-        PrefetchAhead<Tr, kPrefetch>(pa, 0);
+        PrefetchAhead<Tr, kPrefetch>(pa, g.prefetch_bytes, 0);
         const int8_t* x = act + local * 32;
         auto four = [x](int group) HWY_ATTR {  // the activations of columns 4 group .. + 3
             int32_t bytes;
@@ -617,7 +618,7 @@ HWY_INLINE void Q4KOneTokenAvx2(const PackedChunk& g, const IntActivations& a,
 #pragma GCC unroll 4
         for (int pair = 0; pair < 4; ++pair) {
             // The pair's share of the block's 36 lines: 9.
-            PrefetchRange<kPrefetch>(pa, 576 * pair, 576 * (pair + 1));
+            PrefetchRange<kPrefetch>(pa, g.prefetch_bytes, 576 * pair, 576 * (pair + 1));
             // 16-bit pair sums of sub-blocks 2 pair (low) and 2 pair + 1 (high) per half: 8 groups
             // of 4-bit codes stay within 8 * 2 * 15 * 128.
             __m256i low[2], high[2];
@@ -705,7 +706,7 @@ HWY_INLINE void PackedBlocksAvx2(const PackedChunk& g, const IntActivations& a, 
                 }
             };
             for_each_sub([&](int s, const __m256i* v) HWY_ATTR {
-                if (h == 0) PrefetchAhead<Tr, kPrefetch>(pa, s);
+                if (h == 0) PrefetchAhead<Tr, kPrefetch>(pa, g.prefetch_bytes, s);
                 const int64_t as = b * Tr::kSubs + s;  // sub-block of the activation row
                 // Q4_K and Q5_K scale the pairs as they widen them (no offset to correct).
                 constexpr bool kScaledPairs = Tr::kSubs > 1 && Tr::kOffset == 0;

@@ -14,8 +14,10 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "common/fixtures.h"
+#include "core/error.h"
 #include "kernels/kernel_path.h"
 #include "kernels/matmul_simd.h"
 
@@ -249,23 +251,40 @@ TEST(BenchCommand, RooflineReportsBandwidth) {
 }
 
 // MINFER_SOFTWARE_PREFETCH=0/1 overrides the CPU's rule for the x86 packed kernels' prefetches,
-// and the kernels' name says which is in force (figures from one CPU differ by it).
+// a number of bytes their distance, and the kernels' name says which is in force (figures from
+// one CPU differ by it); a value that is none of those leaves the CPU's rule.
 TEST(BenchCommand, SoftwarePrefetchFollowsTheEnvironment) {
     MINFER_REQUIRE_FIXTURE(model, "models/tiny-llama-q4_0.gguf");
     const std::string kernels = kernels_in_use();
     if (kernels.rfind("AVX2", 0) != 0 && kernels.rfind("AVX3", 0) != 0) {
         GTEST_SKIP() << "no x86 packed kernels here: " << kernels;
     }
-    for (const char* choice : {"0", "1"}) {
+    const std::string cpu_choice =
+        x86_software_prefetch()
+            ? concat("(software prefetch on, ", x86_software_prefetch_distance(), " bytes ahead)")
+            : std::string("(software prefetch off)");
+    const std::pair<const char*, std::string> cases[] = {
+        {"0", "(software prefetch off)"},
+        {"4096", "(software prefetch on, 4096 bytes ahead)"},
+        {"4000", cpu_choice},  // not a multiple of 64
+        {"8k", cpu_choice}};
+    for (const auto& [choice, expected] : cases) {
         const auto r = run_minfer({"bench", model.string(), "-p", "0", "-n", "2", "-r", "1", "-t",
                                    "1", "--json", "--no-roofline"},
                                   "", {{"MINFER_SOFTWARE_PREFETCH", choice}});
         ASSERT_EQ(r.exit_code, 0) << r.err;
-        EXPECT_NE(nlohmann::json::parse(r.out)[0]["kernels"].get<std::string>().find(
-                      choice[0] == '1' ? "(software prefetch on)" : "(software prefetch off)"),
+        EXPECT_NE(nlohmann::json::parse(r.out)[0]["kernels"].get<std::string>().find(expected),
                   std::string::npos)
-            << r.out;
+            << choice << ": " << r.out;
     }
+    const auto on = run_minfer({"bench", model.string(), "-p", "0", "-n", "2", "-r", "1", "-t", "1",
+                                "--json", "--no-roofline"},
+                               "", {{"MINFER_SOFTWARE_PREFETCH", "1"}});
+    ASSERT_EQ(on.exit_code, 0) << on.err;
+    EXPECT_NE(nlohmann::json::parse(on.out)[0]["kernels"].get<std::string>().find(
+                  "(software prefetch on, "),
+              std::string::npos)
+        << on.out;
 }
 
 // --json carries the roofline per decode row: bytes a step, their rate, the bandwidth measured

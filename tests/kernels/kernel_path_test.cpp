@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "core/error.h"
 #include "kernels/kernel_path.h"
 
 namespace minfer {
@@ -25,9 +26,20 @@ TEST(SoftwarePrefetch, NotOnZen4) {
     EXPECT_FALSE(software_prefetch_pays_on(true, 0x19, 0xA0));  // Bergamo
 }
 
+TEST(SoftwarePrefetch, FartherAheadOnZen5) {
+    EXPECT_EQ(software_prefetch_distance_on(true, 0x1A, 0x02), 8192);  // Turin (measured)
+    EXPECT_EQ(software_prefetch_distance_on(true, 0x1A, 0x44), 8192);  // Granite Ridge
+    EXPECT_EQ(software_prefetch_distance_on(true, 0x19, 0x01), 2048);  // Milan
+    EXPECT_EQ(software_prefetch_distance_on(false, 0x6, 0x8F), 2048);  // an Intel Xeon
+}
+
 TEST(SoftwarePrefetch, SwitchesAndReturnsToTheCpusChoice) {
     set_x86_software_prefetch(!software_prefetch_pays());
     EXPECT_NE(x86_software_prefetch(), software_prefetch_pays());
+    set_x86_software_prefetch(false);
+    EXPECT_EQ(x86_software_prefetch_distance(), 0);
+    set_x86_software_prefetch(true);
+    EXPECT_GE(x86_software_prefetch_distance(), 2048);
     set_x86_software_prefetch(software_prefetch_pays());
     EXPECT_EQ(x86_software_prefetch(), software_prefetch_pays());
 }
@@ -39,7 +51,8 @@ TEST(KernelsInUse, NamesTheScalarPathAndTheAvx2PrefetchChoice) {
     set_kernel_path(KernelPath::kBest);
     if (kernels_in_use().rfind("AVX2", 0) == 0) {
         set_x86_software_prefetch(true);
-        EXPECT_EQ(kernels_in_use(), "AVX2 (software prefetch on)");
+        EXPECT_EQ(kernels_in_use(), concat("AVX2 (software prefetch on, ",
+                                           x86_software_prefetch_distance(), " bytes ahead)"));
         set_x86_software_prefetch(false);
         EXPECT_EQ(kernels_in_use(), "AVX2 (software prefetch off)");
         set_x86_software_prefetch(software_prefetch_pays());
