@@ -301,7 +301,7 @@ def server_mode(opts, models):
                         proc.wait(timeout=60)
                     if row["failed"]:  # reported, and the round is left out of the ratios
                         log(f"round {rnd + 1}/{opts.rounds} {label}: {name}: {row['failed']} of "
-                            f"{row['requests']} requests failed")
+                            f"{row['requests']} requests failed, the first: {row.get('first_error', '?')}")
                         runs.append({"round": rnd, "engine": name, "failed": row["failed"]})
                         continue
                     run = {"round": rnd, "engine": name, "tokens_per_second": row["tokens_per_second"],

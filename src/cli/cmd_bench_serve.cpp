@@ -143,6 +143,7 @@ void add_bench_serve_command(CLI::App& app) {
                 rows.push_back({{"concurrency", r.concurrency},
                                 {"requests", r.requests},
                                 {"failed", r.failed},
+                                {"first_error", r.failed > 0 ? r.first_error : std::string()},
                                 {"seconds", r.seconds},
                                 {"mean_prompt_tokens", r.mean_prompt_tokens},
                                 {"generated_tokens", r.generated_tokens},

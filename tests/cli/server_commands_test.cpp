@@ -171,6 +171,7 @@ TEST(BenchServeCommand, ReportsTheServersErrorAndTheClientsThatRan) {
     EXPECT_EQ(rows[0]["concurrency"], 2);
     EXPECT_EQ(rows[0]["requests"], 2);
     EXPECT_EQ(rows[0]["failed"], 0);
+    EXPECT_EQ(rows[0]["first_error"], "") << r.out;
     EXPECT_TRUE(contains(r.err, "warning: --concurrency 4 with --requests 2: only 2 clients"))
         << r.err;
     // The device the server runs the model on, from its /v1/models (asked with the key).
